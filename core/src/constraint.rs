@@ -1,0 +1,131 @@
+//! Hard constraints: the rules that remove states.
+//!
+//! Unary constraints remove a state of one layer ([`check`]); the adjacency
+//! constraint removes pairs of states of neighbouring layers
+//! ([`compatible`]) and is enforced by arc-consistent propagation.
+
+use crate::layer::Op;
+use crate::resource::{self, MAX_REGISTERS_PER_THREAD};
+use crate::spec::HardwareSpec;
+use crate::state::{Layout, Placement, State};
+
+/// A hard constraint, named in reports of what removed a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Constraint {
+    /// A tile row is not a multiple of the spec's alignment.
+    Alignment,
+    /// The tile's SRAM bytes exceed the SRAM per block.
+    SramCapacity,
+    /// The tile's bytes times the layer's working-memory multiplier exceed
+    /// the SRAM per block (Softmax: x4).
+    WorkingMemory,
+    /// More threads than a block may have.
+    ThreadsPerBlock,
+    /// More registers per thread than the hardware has, or a block whose
+    /// registers do not fit on an SM.
+    Registers,
+    /// The kernel cannot be laid out: a warp tile that is not a multiple of
+    /// the matrix instruction, or fewer elements than threads.
+    Geometry,
+    /// The state cannot follow the previous layer's state.
+    Adjacency,
+}
+
+/// Number of [`Constraint`] variants.
+pub const CONSTRAINT_COUNT: usize = 7;
+
+impl Constraint {
+    /// All constraints, in report order.
+    pub const ALL: [Constraint; CONSTRAINT_COUNT] = [
+        Constraint::Alignment,
+        Constraint::SramCapacity,
+        Constraint::WorkingMemory,
+        Constraint::ThreadsPerBlock,
+        Constraint::Registers,
+        Constraint::Geometry,
+        Constraint::Adjacency,
+    ];
+
+    /// Position in [`Constraint::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Short name used in tables and JSON.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Constraint::Alignment => "alignment",
+            Constraint::SramCapacity => "sram_capacity",
+            Constraint::WorkingMemory => "working_memory",
+            Constraint::ThreadsPerBlock => "threads_per_block",
+            Constraint::Registers => "registers",
+            Constraint::Geometry => "geometry",
+            Constraint::Adjacency => "adjacency",
+        }
+    }
+}
+
+impl core::fmt::Display for Constraint {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The first unary constraint that `state` violates on `op` under `spec`,
+/// checked in the order of [`Constraint::ALL`].
+pub fn check(spec: &HardwareSpec, op: &Op, state: &State) -> Result<(), Constraint> {
+    if resource::row_bytes(op, state) % spec.alignment_bytes.max(1) != 0 {
+        return Err(Constraint::Alignment);
+    }
+    let usage = resource::usage(op, state);
+    let staged = state.placement != Placement::Dram;
+    if staged && usage.sram_bytes > spec.sram_per_block_bytes {
+        return Err(Constraint::SramCapacity);
+    }
+    let working = usage.sram_bytes.saturating_mul(resource::working_memory_multiplier(op));
+    if state.placement == Placement::Sram && working > spec.sram_per_block_bytes {
+        return Err(Constraint::WorkingMemory);
+    }
+    if usage.threads > spec.max_threads_per_block {
+        return Err(Constraint::ThreadsPerBlock);
+    }
+    if usage.registers_per_thread > MAX_REGISTERS_PER_THREAD
+        || usage.registers_per_thread.saturating_mul(usage.threads) > spec.registers_per_sm
+    {
+        return Err(Constraint::Registers);
+    }
+    if state.placement == Placement::Pipelined && !geometry_ok(op, state) {
+        return Err(Constraint::Geometry);
+    }
+    Ok(())
+}
+
+fn geometry_ok(op: &Op, state: &State) -> bool {
+    let t = &state.tile;
+    match op {
+        // mma.sync m16n8k16 with ldmatrix: each warp tile a multiple of
+        // 16 x 16, the reduction step a multiple of 16.
+        Op::MatMul { .. } => {
+            let wm = state.warps_m.max(1) as u16;
+            let wn = state.warps_n.max(1) as u16;
+            t.m % (16 * wm) == 0 && t.n % (16 * wn) == 0 && t.k % 16 == 0
+        }
+        // Every thread holds the same number (at least one) of elements
+        // of a column block.
+        Op::Softmax { .. } => {
+            let threads = state.threads() as u16;
+            threads > 0 && t.n >= threads && t.n % threads == 0
+        }
+    }
+}
+
+/// Whether `next` (a state of the consumer) may follow `prev` (a state of
+/// the producer). A tiled output can be read as it lies only with the same
+/// tile shape; a DRAM-streamed consumer has no staging buffer to re-block
+/// it into, so it must match.
+pub fn compatible(prev: &State, next: &State) -> bool {
+    !(prev.layout == Layout::Tiled
+        && next.placement == Placement::Dram
+        && (prev.tile.m, prev.tile.n) != (next.tile.m, next.tile.n))
+}

@@ -1,0 +1,77 @@
+//! What one block (CTA) of a state uses: SRAM bytes, threads, registers.
+//!
+//! The constraints compare these with the spec's limits, and the cost model
+//! derives occupancy from them, so both read the same numbers.
+
+use crate::layer::Op;
+use crate::state::{Placement, State};
+
+/// Registers a thread needs besides its accumulators and fragments
+/// (addresses, loop counters, pipeline bookkeeping).
+pub const BASE_REGISTERS_PER_THREAD: u32 = 32;
+
+/// Most registers one thread may hold.
+pub const MAX_REGISTERS_PER_THREAD: u32 = 255;
+
+/// Resources of one block of `state` running `op`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Usage {
+    /// SRAM (shared memory) bytes held by the block.
+    pub sram_bytes: u32,
+    /// Threads of the block.
+    pub threads: u32,
+    /// Estimated 32-bit registers per thread.
+    pub registers_per_thread: u32,
+}
+
+/// The resources one block of `state` uses when it runs `op`.
+pub fn usage(op: &Op, state: &State) -> Usage {
+    let e = op.dtype().bytes();
+    let (bm, bn, bk) = (state.tile.m as u32, state.tile.n as u32, state.tile.k as u32);
+    let threads = state.threads().max(1);
+    let (sram_bytes, registers_per_thread) = match (op, state.placement) {
+        // Operand tiles and the fp32 accumulator all live in SRAM.
+        (Op::MatMul { .. }, Placement::Sram) => ((bm * bk + bk * bn) * e + bm * bn * 4, BASE_REGISTERS_PER_THREAD),
+        (Op::MatMul { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),
+        (Op::MatMul { .. }, Placement::Pipelined) => {
+            let stages = state.stages.max(1) as u32;
+            let wm = state.warps_m.max(1) as u32;
+            let wn = state.warps_n.max(1) as u32;
+            // Accumulators: one fp32 per output element, spread over the
+            // threads; fragments: A is 16 rows x 16 k (4 registers per
+            // thread), B is 8 columns x 16 k (2 registers) per mma tile.
+            let acc = bm * bn / threads;
+            let frags = (bm / wm).div_ceil(16) * 4 + (bn / wn).div_ceil(8) * 2;
+            (stages * (bm * bk + bk * bn) * e, acc + frags + BASE_REGISTERS_PER_THREAD)
+        }
+        (Op::Softmax { .. }, Placement::Sram) => (bm * bn * e, BASE_REGISTERS_PER_THREAD),
+        (Op::Softmax { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),
+        (Op::Softmax { .. }, Placement::Pipelined) => {
+            // The row chunk sits in registers; shared memory holds one
+            // (max, sum) pair per warp for the block reduction.
+            let per_thread = bn.div_ceil(threads);
+            (state.warps() * 8, per_thread + BASE_REGISTERS_PER_THREAD)
+        }
+    };
+    Usage { sram_bytes, threads, registers_per_thread }
+}
+
+/// Bytes of one row of the tile as it is read from memory (the narrower of
+/// the output row and, for a matmul, the `k`-wide operand row).
+pub fn row_bytes(op: &Op, state: &State) -> u32 {
+    let e = op.dtype().bytes();
+    match op {
+        Op::MatMul { .. } => (state.tile.n.min(state.tile.k) as u32) * e,
+        Op::Softmax { .. } => state.tile.n as u32 * e,
+    }
+}
+
+/// Multiplier of the working memory over the tile bytes: a softmax keeps
+/// the input tile, the exponentials, and the row maxima and sums (x4).
+pub fn working_memory_multiplier(op: &Op) -> u32 {
+    match op {
+        Op::MatMul { .. } => 1,
+        Op::Softmax { .. } => 4,
+    }
+}

@@ -1,0 +1,194 @@
+//! Candidate spaces: the tables of states a layer may take.
+//!
+//! A space is a constant table in flash, one per (space kind, operator):
+//! a state's index is its position in the table, so decoding an index is a
+//! load, and the order of the table is the solvers' tie-break order.
+//!
+//! - [`SpaceKind::Tiles`]: the prototype's design space for scratchpad
+//!   accelerators: square tiles of 8 to 256 × placement {SRAM, DRAM} ×
+//!   layout {row-major, column-major, tiled}: 36 states per layer.
+//! - [`SpaceKind::Cuda`]: the configurations of the CUDA kernels in
+//!   `kernels/`: a tensor-core matmul with BM, BN, BK, the warp grid and the
+//!   pipeline depth as parameters, and a row softmax with the column block
+//!   and the threads per row as parameters.
+
+use crate::layer::{Op, OpKind};
+use crate::state::{Layout, Placement, State, Tile};
+use serde::{Deserialize, Serialize};
+
+/// Which family of candidate states an accelerator offers.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, postcard::experimental::max_size::MaxSize,
+)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[serde(rename_all = "lowercase")]
+pub enum SpaceKind {
+    /// Square tiles × placement × layout (virtual scratchpad accelerators).
+    Tiles,
+    /// The CUDA kernels' compile-time configurations.
+    Cuda,
+}
+
+/// Tile sides of the [`SpaceKind::Tiles`] space.
+pub const TILE_SIDES: [u16; 6] = [8, 16, 32, 64, 128, 256];
+const TILE_PLACEMENTS: [Placement; 2] = [Placement::Sram, Placement::Dram];
+const TILE_LAYOUTS: [Layout; 3] = [Layout::RowMajor, Layout::ColMajor, Layout::Tiled];
+const TILES_LEN: usize = TILE_SIDES.len() * TILE_PLACEMENTS.len() * TILE_LAYOUTS.len();
+
+/// Block rows of the CUDA matmul.
+pub const CUDA_MATMUL_BM: [u16; 5] = [16, 32, 64, 128, 256];
+/// Block columns of the CUDA matmul.
+pub const CUDA_MATMUL_BN: [u16; 4] = [32, 64, 128, 256];
+/// Reduction step of the CUDA matmul.
+pub const CUDA_MATMUL_BK: [u16; 2] = [32, 64];
+/// Warp grids (rows, columns) of the CUDA matmul.
+pub const CUDA_MATMUL_WARPS: [(u8, u8); 4] = [(1, 2), (2, 2), (2, 4), (4, 2)];
+/// Pipeline depths of the CUDA matmul.
+pub const CUDA_MATMUL_STAGES: [u8; 3] = [2, 3, 4];
+const CUDA_MATMUL_LEN: usize = CUDA_MATMUL_BM.len()
+    * CUDA_MATMUL_BN.len()
+    * CUDA_MATMUL_BK.len()
+    * CUDA_MATMUL_WARPS.len()
+    * CUDA_MATMUL_STAGES.len();
+
+/// Column blocks of the CUDA softmax (elements of a row handled per step).
+pub const CUDA_SOFTMAX_COLS: [u16; 8] = [32, 64, 128, 256, 512, 1024, 2048, 4096];
+/// Threads per row of the CUDA softmax.
+pub const CUDA_SOFTMAX_THREADS: [u16; 6] = [32, 64, 128, 256, 512, 1024];
+const CUDA_SOFTMAX_LEN: usize = CUDA_SOFTMAX_COLS.len() * CUDA_SOFTMAX_THREADS.len();
+
+const PLACEHOLDER: State = State {
+    tile: Tile { m: 0, n: 0, k: 0 },
+    warps_m: 1,
+    warps_n: 1,
+    stages: 1,
+    placement: Placement::Sram,
+    layout: Layout::RowMajor,
+};
+
+// Evaluated at compile time only: an index out of range fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn tiles_table(softmax: bool) -> [State; TILES_LEN] {
+    let mut out = [PLACEHOLDER; TILES_LEN];
+    let mut i = 0;
+    let mut t = 0;
+    while t < TILE_SIDES.len() {
+        let side = TILE_SIDES[t];
+        let mut p = 0;
+        while p < TILE_PLACEMENTS.len() {
+            let mut l = 0;
+            while l < TILE_LAYOUTS.len() {
+                out[i] = State {
+                    tile: Tile { m: side, n: side, k: if softmax { 0 } else { side } },
+                    warps_m: 1,
+                    warps_n: 1,
+                    stages: 1,
+                    placement: TILE_PLACEMENTS[p],
+                    layout: TILE_LAYOUTS[l],
+                };
+                i += 1;
+                l += 1;
+            }
+            p += 1;
+        }
+        t += 1;
+    }
+    out
+}
+
+// Evaluated at compile time only: an index out of range fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn cuda_matmul_table() -> [State; CUDA_MATMUL_LEN] {
+    let mut out = [PLACEHOLDER; CUDA_MATMUL_LEN];
+    let mut i = 0;
+    let mut a = 0;
+    while a < CUDA_MATMUL_BM.len() {
+        let mut b = 0;
+        while b < CUDA_MATMUL_BN.len() {
+            let mut c = 0;
+            while c < CUDA_MATMUL_BK.len() {
+                let mut w = 0;
+                while w < CUDA_MATMUL_WARPS.len() {
+                    let mut s = 0;
+                    while s < CUDA_MATMUL_STAGES.len() {
+                        out[i] = State {
+                            tile: Tile { m: CUDA_MATMUL_BM[a], n: CUDA_MATMUL_BN[b], k: CUDA_MATMUL_BK[c] },
+                            warps_m: CUDA_MATMUL_WARPS[w].0,
+                            warps_n: CUDA_MATMUL_WARPS[w].1,
+                            stages: CUDA_MATMUL_STAGES[s],
+                            placement: Placement::Pipelined,
+                            layout: Layout::RowMajor,
+                        };
+                        i += 1;
+                        s += 1;
+                    }
+                    w += 1;
+                }
+                c += 1;
+            }
+            b += 1;
+        }
+        a += 1;
+    }
+    out
+}
+
+// Evaluated at compile time only: an index out of range fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn cuda_softmax_table() -> [State; CUDA_SOFTMAX_LEN] {
+    let mut out = [PLACEHOLDER; CUDA_SOFTMAX_LEN];
+    let mut i = 0;
+    let mut c = 0;
+    while c < CUDA_SOFTMAX_COLS.len() {
+        let mut t = 0;
+        while t < CUDA_SOFTMAX_THREADS.len() {
+            out[i] = State {
+                tile: Tile { m: 1, n: CUDA_SOFTMAX_COLS[c], k: 0 },
+                warps_m: 1,
+                warps_n: (CUDA_SOFTMAX_THREADS[t] / 32) as u8,
+                stages: 1,
+                placement: Placement::Pipelined,
+                layout: Layout::RowMajor,
+            };
+            i += 1;
+            t += 1;
+        }
+        c += 1;
+    }
+    out
+}
+
+static TILES_MATMUL: [State; TILES_LEN] = tiles_table(false);
+static TILES_SOFTMAX: [State; TILES_LEN] = tiles_table(true);
+static CUDA_MATMUL: [State; CUDA_MATMUL_LEN] = cuda_matmul_table();
+static CUDA_SOFTMAX: [State; CUDA_SOFTMAX_LEN] = cuda_softmax_table();
+
+/// The candidate states of an operator in a space, in tie-break order.
+pub fn states(space: SpaceKind, op: OpKind) -> &'static [State] {
+    match (space, op) {
+        (SpaceKind::Tiles, OpKind::MatMul) => &TILES_MATMUL,
+        (SpaceKind::Tiles, OpKind::Softmax) => &TILES_SOFTMAX,
+        (SpaceKind::Cuda, OpKind::MatMul) => &CUDA_MATMUL,
+        (SpaceKind::Cuda, OpKind::Softmax) => &CUDA_SOFTMAX,
+    }
+}
+
+/// The index of `state` in its space's table, if it is there.
+pub fn index_of(space: SpaceKind, op: OpKind, state: &State) -> Option<u16> {
+    states(space, op).iter().position(|s| s == state).and_then(|i| u16::try_from(i).ok())
+}
+
+/// Whether `state` is a candidate for `op` at all. A DRAM-streamed tile
+/// has no staging buffer to pad an edge tile into, so it may not be larger
+/// than the layer in any dimension; every other state applies to any shape.
+pub fn applicable(op: &Op, state: &State) -> bool {
+    if state.placement != Placement::Dram {
+        return true;
+    }
+    let (rows, cols, depth) = match *op {
+        Op::MatMul { m, n, k, .. } => (m, n, k),
+        Op::Softmax { rows, cols, .. } => (rows, cols, u32::MAX),
+    };
+    let t = &state.tile;
+    t.m as u32 <= rows && t.n as u32 <= cols && t.k as u32 <= depth
+}

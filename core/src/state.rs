@@ -1,0 +1,109 @@
+//! Candidate states: one kernel configuration of one layer.
+
+use serde::{Deserialize, Serialize};
+
+/// Index of a state within its layer's candidate space.
+pub type StateIndex = u16;
+
+/// Tile shape in elements. For a matmul, the block computes an `m x n`
+/// output tile, stepping through the reduction `k` elements at a time; for
+/// a softmax, a block handles `m` rows, `n` columns per step (`k` is 0).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, postcard::experimental::max_size::MaxSize,
+)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Tile {
+    /// Rows of the tile.
+    pub m: u16,
+    /// Columns of the tile.
+    pub n: u16,
+    /// Reduction step (0 where there is no reduction dimension).
+    pub k: u16,
+}
+
+/// Where a tile's working set lives while the block computes on it.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, postcard::experimental::max_size::MaxSize,
+)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// Operands and accumulator staged in SRAM (a scratchpad accelerator).
+    Sram,
+    /// Operands streamed from DRAM with no staging: no reuse beyond the
+    /// registers, and no buffer to pad an edge tile into.
+    Dram,
+    /// Operands staged in shared memory through a `stages`-deep
+    /// asynchronous pipeline, accumulator in registers (the CUDA kernels).
+    Pipelined,
+}
+
+impl Placement {
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Placement::Sram => "sram",
+            Placement::Dram => "dram",
+            Placement::Pipelined => "pipelined",
+        }
+    }
+}
+
+/// Memory layout of the layer's output tensor (and of its input, which is
+/// the previous layer's output).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, postcard::experimental::max_size::MaxSize,
+)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// Rows contiguous.
+    RowMajor,
+    /// Columns contiguous.
+    ColMajor,
+    /// Each tile contiguous (blocked by the layer's own tile shape).
+    Tiled,
+}
+
+impl Layout {
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Layout::RowMajor => "row_major",
+            Layout::ColMajor => "col_major",
+            Layout::Tiled => "tiled",
+        }
+    }
+}
+
+/// One candidate configuration of a layer.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, postcard::experimental::max_size::MaxSize,
+)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct State {
+    /// Tile shape.
+    pub tile: Tile,
+    /// Warps along the tile's rows.
+    pub warps_m: u8,
+    /// Warps along the tile's columns.
+    pub warps_n: u8,
+    /// Pipeline depth (buffers in flight); 1 without a pipeline.
+    pub stages: u8,
+    /// Where the working set lives.
+    pub placement: Placement,
+    /// Layout of the output.
+    pub layout: Layout,
+}
+
+impl State {
+    /// Threads of one block (32 per warp).
+    pub const fn threads(&self) -> u32 {
+        32 * self.warps_m as u32 * self.warps_n as u32
+    }
+
+    /// Warps of one block.
+    pub const fn warps(&self) -> u32 {
+        self.warps_m as u32 * self.warps_n as u32
+    }
+}
