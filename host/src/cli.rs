@@ -1,0 +1,129 @@
+//! The command line: subcommands and their options (clap).
+
+use crate::input::{model_file, spec_file};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Largest `--seq`: keeps every element count of the built-in models well
+/// inside `u64`, so the shape checks reject too-large tensors cleanly.
+pub const MAX_SEQ: i64 = 1 << 24;
+
+/// HW-WFC: picks a kernel configuration for every layer of a model without
+/// running kernels.
+#[derive(Debug, Parser)]
+#[command(name = "hwwfc", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Schedule a model on a hardware spec: per layer, the tile, warps,
+    /// pipeline depth, placement and layout of least predicted cost.
+    #[command(after_long_help = schedule_help())]
+    Schedule(ScheduleArgs),
+}
+
+/// Which solvers `schedule` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SolverChoice {
+    /// Wave-Function-Collapse search only.
+    Wfc,
+    /// The exact dynamic program only.
+    Exact,
+    /// Both, and compare them.
+    Both,
+}
+
+/// Options of `hwwfc schedule`.
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// Hardware spec: a built-in name (stress_gpu, toy_gpu, h200, h100,
+    /// a100, rtx3060) or a path to a spec JSON file.
+    #[arg(long, value_name = "FILE|NAME", default_value = "stress_gpu")]
+    pub spec: String,
+
+    /// Model: a built-in name (attention, gpt2-block, llama3-8b-block) or a
+    /// path to a model JSON file (format below).
+    #[arg(long, value_name = "NAME|FILE", default_value = "attention")]
+    pub model: String,
+
+    /// Sequence length of a built-in model (default: the model's own).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_SEQ))]
+    pub seq: Option<u32>,
+
+    /// Cost-model coefficients: a JSON file, bare or in the calibration
+    /// wrapper {"format_version": 1, "gpu": ..., "coefficients": {...}}
+    /// (default: the model's built-in coefficients).
+    #[arg(long, value_name = "FILE")]
+    pub coefficients: Option<PathBuf>,
+
+    /// Which solver to run.
+    #[arg(long, value_enum, default_value_t = SolverChoice::Both)]
+    pub solver: SolverChoice,
+
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write the reduced problem (surviving states, transition
+    /// matrices, the exact optimum) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub dump_problem: Option<PathBuf>,
+}
+
+/// The long help after `schedule`'s options: the file formats.
+fn schedule_help() -> String {
+    format!(
+        "\
+Built-in specs: {specs}.
+A spec file holds the fields of a hardware spec (see specs/h200.json) plus a
+required string `source` and an optional string `notes`; unknown fields are
+rejected.
+
+{model}
+
+Output: per layer, the chosen state, its predicted cost in microseconds, the
+states left after the constraints out of the candidates, and what removed the
+others; then the combinations before and after the constraints, each solver's
+predicted total, whether WFC and the exact DP agree, and the median build and
+solve times over many repeats.
+
+--json prints one object: spec, model, layers[] (name, kind, op, tile_m,
+tile_n, tile_k, warps_m, warps_n, stages, placement, layout, state_index,
+unary_us, transition_us, candidates, states_left, removed {{constraint:
+count}}), wfc_cost, exact_cost, wfc_states, exact_states, agree, gap_percent,
+build_us, wfc_us, exact_us (medians, with *_repeats), wfc_stats,
+combinations and space_combinations (decimal strings: a u128 may not fit a
+JSON number). Fields of a solver that did not run are null.
+
+--dump-problem FILE writes: layers[] with their surviving states (index,
+state fields, unary_us); edges[] (from, to, transition_us: rows = the
+producer's surviving states in order, columns = the consumer's, null for an
+incompatible pair); optimum (states, cost_us) from the exact DP. The file is
+written to a temporary file beside it and renamed, never half-written.",
+        specs = spec_file::builtin_names().join(", "),
+        model = model_file::format_help(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn builtin_lists_in_help_match() {
+        let names = spec_file::builtin_names();
+        assert_eq!(names, ["stress_gpu", "toy_gpu", "h200", "h100", "a100", "rtx3060"]);
+        assert_eq!(hwwfc_core::models::NAMES, ["attention", "gpt2-block", "llama3-8b-block"]);
+    }
+}

@@ -1,0 +1,90 @@
+//! The CUDA sources of `kernels/`, embedded in the binary, and their
+//! compilation by NVRTC with a configuration's parameters as `-D` macros.
+
+use cudarc::nvrtc::Ptx;
+
+const COMMON: &str = include_str!("../../../kernels/common.cuh");
+
+/// One of the kernel sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelSource {
+    /// `kernels/matmul.cu`, entry `matmul`.
+    MatMul,
+    /// `kernels/softmax.cu`, entry `softmax`.
+    Softmax,
+    /// `kernels/transpose.cu`, entry `transpose`.
+    Transpose,
+    /// `kernels/support.cu`: initialization, references, checks.
+    Support,
+}
+
+impl KernelSource {
+    /// The file's text, with `common.cuh` inlined (NVRTC sees no files).
+    pub fn text(self) -> String {
+        let raw = match self {
+            KernelSource::MatMul => include_str!("../../../kernels/matmul.cu"),
+            KernelSource::Softmax => include_str!("../../../kernels/softmax.cu"),
+            KernelSource::Transpose => include_str!("../../../kernels/transpose.cu"),
+            KernelSource::Support => include_str!("../../../kernels/support.cu"),
+        };
+        raw.replace("#include \"common.cuh\"", COMMON)
+    }
+
+    /// File name, for messages.
+    pub fn file(self) -> &'static str {
+        match self {
+            KernelSource::MatMul => "matmul.cu",
+            KernelSource::Softmax => "softmax.cu",
+            KernelSource::Transpose => "transpose.cu",
+            KernelSource::Support => "support.cu",
+        }
+    }
+}
+
+/// A source with its compile-time parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Program {
+    /// The source.
+    pub source: KernelSource,
+    /// `-D NAME=VALUE` parameters.
+    pub defines: Vec<(String, u32)>,
+}
+
+impl Program {
+    /// Compiles to machine code (CUBIN) for `arch` (such as `sm_90`), so
+    /// loading the module needs no JIT; the error is NVRTC's log.
+    pub fn compile(&self, arch: &str) -> Result<Ptx, String> {
+        use cudarc::nvrtc::{result, sys};
+        use std::ffi::CString;
+        let src = CString::new(self.source.text()).map_err(|e| e.to_string())?;
+        let name = CString::new(self.source.file()).map_err(|e| e.to_string())?;
+        let mut options: Vec<String> = self.defines.iter().map(|(k, v)| format!("-D{k}={v}")).collect();
+        options.push(format!("--gpu-architecture={arch}"));
+        options.push("-std=c++17".into());
+        let prog = result::create_program(&src, Some(&name)).map_err(|e| format!("{e:?}"))?;
+        // SAFETY: `prog` is a live program; the options are plain strings.
+        let compiled = unsafe { result::compile_program(prog, &options) };
+        let out = match compiled {
+            Err(e) => {
+                // SAFETY: as above.
+                let log = unsafe { result::get_program_log(prog) }.unwrap_or_default();
+                let bytes: Vec<u8> = log.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+                Err(format!("{e:?}: {}", String::from_utf8_lossy(&bytes)))
+            }
+            Ok(()) => {
+                let mut size = 0usize;
+                // SAFETY: `prog` compiled for a real architecture, so it has a CUBIN.
+                let cubin = unsafe {
+                    sys::nvrtcGetCUBINSize(prog, &mut size).result().and_then(|()| {
+                        let mut buf = vec![0u8; size];
+                        sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut _).result().map(|()| buf)
+                    })
+                };
+                cubin.map(Ptx::from_binary).map_err(|e| format!("{e:?}"))
+            }
+        };
+        // SAFETY: destroyed once, after its last use.
+        let _ = unsafe { result::destroy_program(prog) };
+        out
+    }
+}

@@ -1,0 +1,156 @@
+//! Cost-model coefficient files.
+//!
+//! Two shapes are accepted:
+//!
+//! - a bare [`hwwfc_core::Coefficients`] object, every field given:
+//!   `{"compute_efficiency": 0.75, ..., "transition_scale": 1.0}`;
+//! - the wrapper that `hwwfc calibrate` writes:
+//!   `{"format_version": 1, "gpu": "h200", "coefficients": {...}}`, where
+//!   `format_version` must be [`hwwfc_core::cost::COEFFICIENTS_VERSION`]
+//!   and `gpu` (optional) names the GPU the coefficients were fitted on.
+//!
+//! An object with a `format_version` or `coefficients` key is read as the
+//! wrapper. Unknown fields are rejected, and every coefficient must be a
+//! positive, finite number ([`hwwfc_core::Coefficients::validate`]).
+
+use super::json::{self, FieldError};
+use anyhow::{anyhow, bail, Result};
+use hwwfc_core::cost::COEFFICIENTS_VERSION;
+use hwwfc_core::Coefficients;
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The wrapper written by calibration.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wrapper {
+    format_version: u64,
+    #[serde(default)]
+    gpu: Option<String>,
+    coefficients: Value,
+}
+
+/// Where coefficients came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// [`Coefficients::default`].
+    Default,
+    /// A file, and the GPU its wrapper names.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The wrapper's `gpu`, if given.
+        gpu: Option<String>,
+    },
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Default => f.write_str("default"),
+            Origin::File { path, gpu: Some(gpu) } => write!(f, "{} (fitted on {gpu})", path.display()),
+            Origin::File { path, gpu: None } => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Validated coefficients and their origin.
+#[derive(Debug, Clone)]
+pub struct LoadedCoefficients {
+    /// The coefficients.
+    pub coefficients: Coefficients,
+    /// Where they came from.
+    pub origin: Origin,
+}
+
+impl LoadedCoefficients {
+    /// The defaults of the cost model.
+    pub fn default_model() -> Self {
+        LoadedCoefficients { coefficients: Coefficients::default(), origin: Origin::Default }
+    }
+}
+
+/// Loads the file `path`, or the defaults when `None`.
+pub fn load(path: Option<&Path>) -> Result<LoadedCoefficients> {
+    let Some(path) = path else {
+        return Ok(LoadedCoefficients::default_model());
+    };
+    let value = json::read(path)?;
+    from_json(value, path)
+}
+
+/// Converts a parsed coefficients file; `path` names it in errors.
+pub fn from_json(value: Value, path: &Path) -> Result<LoadedCoefficients> {
+    let file = path.display();
+    let Value::Object(object) = &value else {
+        bail!("{file}: expected a JSON object of coefficients, found {}", json::type_name(&value));
+    };
+    let wrapped = object.contains_key("format_version") || object.contains_key("coefficients");
+    let fail = |e: FieldError| anyhow!("{file}: {e}");
+    let (coefficients, gpu, prefix) = if wrapped {
+        let w: Wrapper = json::from_value(value).map_err(fail)?;
+        if w.format_version != COEFFICIENTS_VERSION as u64 {
+            bail!(
+                "{file}: field `format_version`: version {} is not supported (this build reads version {COEFFICIENTS_VERSION})",
+                w.format_version
+            );
+        }
+        let c: Coefficients = json::from_value(w.coefficients).map_err(|e| fail(e.under("coefficients")))?;
+        (c, w.gpu, "coefficients.")
+    } else {
+        (json::from_value::<Coefficients>(value).map_err(fail)?, None, "")
+    };
+    coefficients
+        .validate()
+        .map_err(|name| anyhow!("{file}: field `{prefix}{name}`: must be a positive, finite number"))?;
+    Ok(LoadedCoefficients { coefficients, origin: Origin::File { path: path.to_path_buf(), gpu } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bare() -> Value {
+        serde_json::to_value(Coefficients::default()).unwrap()
+    }
+
+    fn error_of(value: Value) -> String {
+        from_json(value, Path::new("c.json")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn accepts_bare_and_wrapped() {
+        let c = from_json(bare(), Path::new("c.json")).unwrap();
+        assert_eq!(c.coefficients, Coefficients::default());
+        let w = json!({"format_version": 1, "gpu": "h200", "coefficients": bare()});
+        let c = from_json(w, Path::new("c.json")).unwrap();
+        assert_eq!(c.origin, Origin::File { path: "c.json".into(), gpu: Some("h200".into()) });
+    }
+
+    #[test]
+    fn rejects_bad_files() {
+        let mut v = bare();
+        v["step_latency_us"] = json!(0.0);
+        assert_eq!(error_of(v), "c.json: field `step_latency_us`: must be a positive, finite number");
+        let mut v = bare();
+        v["extra"] = json!(1.0);
+        assert!(error_of(v).contains("unknown field `extra`"));
+        let mut v = bare();
+        v.as_object_mut().unwrap().remove("launch_scale");
+        assert_eq!(error_of(v), "c.json: missing field `launch_scale`");
+        let w = json!({"format_version": 2, "coefficients": bare()});
+        assert!(error_of(w).contains("version 2 is not supported"));
+        let mut inner = bare();
+        inner["l2_miss_rate"] = json!(-1.0);
+        let w = json!({"format_version": 1, "coefficients": inner});
+        assert_eq!(error_of(w), "c.json: field `coefficients.l2_miss_rate`: must be a positive, finite number");
+        let mut inner = bare();
+        inner["l2_miss_rate"] = json!("x");
+        let w = json!({"format_version": 1, "coefficients": inner});
+        assert!(error_of(w).starts_with("c.json: field `coefficients.l2_miss_rate`: invalid type"));
+        let w = json!({"format_version": 1, "coefficients": bare(), "fitted": true});
+        assert!(error_of(w).contains("unknown field `fitted`"));
+    }
+}

@@ -1,0 +1,47 @@
+//! `hwwfc`: the command line of HW-WFC.
+//!
+//! ```text
+//! main.rs            argument parsing and dispatch
+//! cli.rs             the subcommands and their options
+//! commands/          one module per subcommand (schedule; profile, calibrate, ... to come)
+//! input/             spec, model and coefficient files, and the built-ins
+//! solve.rs           building the problem and running the solvers, timed
+//! timing.rs          median-of-repeats timing
+//! describe.rs        short text forms of layers and states
+//! output/            the table, the JSON report, the problem dump
+//! atomic_write.rs    files written via a temporary file and a rename
+//! ```
+//!
+//! Every failure is one line on stderr starting with `error:` and a
+//! non-zero exit status.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod atomic_write;
+mod cli;
+mod commands;
+mod describe;
+mod input;
+mod output;
+mod solve;
+mod timing;
+
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match &cli.command {
+        cli::Command::Schedule(args) => commands::schedule::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // `{:#}` joins the causes with ": "; keep it to one line.
+            let message = format!("{e:#}").replace('\n', " ");
+            let _ = writeln!(std::io::stderr(), "error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The schedule as a text table, with a summary of the search.
+
+use super::ScheduleView;
+use crate::describe;
+use crate::input::model_file::Origin as ModelOrigin;
+use crate::timing::Timing;
+use std::fmt::Write;
+
+/// Left or right alignment of a column.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// Lays out rows under a header, each column as wide as its widest cell;
+/// the last column is not padded.
+fn layout(header: &[(&str, Align)], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|(h, _)| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let head: Vec<String> = header.iter().map(|(h, _)| h.to_string()).collect();
+    for row in std::iter::once(&head).chain(rows) {
+        let mut line = String::new();
+        for (i, ((cell, w), (_, align))) in row.iter().zip(&widths).zip(header).enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let last = i + 1 == header.len();
+            match align {
+                Align::Right => line.push_str(&format!("{cell:>w$}")),
+                Align::Left if last => line.push_str(cell),
+                Align::Left => line.push_str(&format!("{cell:<w$}")),
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn timing(t: &Timing) -> String {
+    format!("{:.1} us (median of {})", t.median_us, t.repeats)
+}
+
+/// Renders the report.
+pub fn render(v: &ScheduleView<'_>) -> String {
+    let mut out = String::new();
+    let o = v.outcome;
+    let problem = &o.problem;
+    let seq = match &v.model.origin {
+        ModelOrigin::BuiltIn { seq, .. } => format!(", seq {seq}"),
+        ModelOrigin::File(path) => format!(", from {}", path.display()),
+    };
+    let _ = writeln!(
+        out,
+        "model {} ({} layers{seq}) on {} ({} space), {} coefficients\n",
+        v.model.name,
+        v.model.graph.len(),
+        v.spec.spec.name,
+        match v.spec.spec.space {
+            hwwfc_core::space::SpaceKind::Tiles => "tiles",
+            hwwfc_core::space::SpaceKind::Cuda => "cuda",
+        },
+        v.coefficients.origin,
+    );
+
+    let header = [
+        ("layer", Align::Left),
+        ("op", Align::Left),
+        ("tile", Align::Left),
+        ("warps", Align::Left),
+        ("stages", Align::Right),
+        ("placement", Align::Left),
+        ("layout", Align::Left),
+        ("cost_us", Align::Right),
+        ("trans_us", Align::Right),
+        ("left", Align::Right),
+        ("removed", Align::Left),
+    ];
+    let mut rows = Vec::new();
+    let choices = o.primary().map(|s| s.choices.as_slice()).unwrap_or(&[]);
+    for ((layer, plan), choice) in v.model.graph.layers().iter().zip(problem.layers()).zip(choices) {
+        let s = &choice.state;
+        rows.push(vec![
+            layer.name.to_string(),
+            describe::op(&layer.op),
+            describe::tile(s),
+            describe::warps(s),
+            s.stages.to_string(),
+            s.placement.name().to_string(),
+            s.layout.name().to_string(),
+            format!("{:.2}", choice.unary_us),
+            format!("{:.2}", choice.transition_us),
+            format!("{}/{}", plan.domain.len(), plan.candidates.len()),
+            describe::removed(&plan.removed),
+        ]);
+    }
+    out.push_str(&layout(&header, &rows));
+    out.push('\n');
+
+    let _ = writeln!(
+        out,
+        "combinations:  {} candidate, {} after the constraints",
+        problem.space_combinations(),
+        problem.combinations()
+    );
+    if let Some(w) = &o.wfc {
+        let st = &w.stats;
+        let _ = writeln!(
+            out,
+            "wfc:           {:.3} us predicted ({} collapses, {} propagations, {} backtracks)",
+            w.solution.cost, st.collapses, st.propagations, st.backtracks
+        );
+    }
+    if let Some(e) = &o.exact {
+        let _ = writeln!(out, "exact:         {:.3} us predicted (optimal)", e.solution.cost);
+    }
+    match (o.agree(), &o.wfc, &o.exact) {
+        (Some(true), _, _) => {
+            let _ = writeln!(out, "solvers:       agree (same states)");
+        }
+        (Some(false), Some(w), Some(e)) => {
+            let _ = writeln!(
+                out,
+                "solvers:       DISAGREE: WFC's schedule costs {:+.3}% against the optimum",
+                o.gap_percent().unwrap_or(0.0)
+            );
+            let layers = v.model.graph.layers();
+            for (i, (a, b)) in w.schedule.choices.iter().zip(&e.schedule.choices).enumerate() {
+                if a.index != b.index {
+                    let name = layers.get(i).map(|l| l.name.as_str()).unwrap_or("?");
+                    let _ = writeln!(
+                        out,
+                        "               layer `{name}`: wfc {}, exact {}",
+                        describe::state(&a.state),
+                        describe::state(&b.state)
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+    let mut times = vec![format!("build {}", timing(&o.build))];
+    if let Some(w) = &o.wfc {
+        times.push(format!("wfc {}", timing(&w.timing)));
+    }
+    if let Some(e) = &o.exact {
+        times.push(format!("exact {}", timing(&e.timing)));
+    }
+    let _ = writeln!(out, "time:          {}", times.join(", "));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align() {
+        let t = layout(
+            &[("a", Align::Left), ("n", Align::Right), ("z", Align::Left)],
+            &[vec!["long".into(), "1".into(), "x".into()], vec!["s".into(), "100".into(), "y".into()]],
+        );
+        assert_eq!(t, "a       n  z\nlong    1  x\ns     100  y\n");
+    }
+}

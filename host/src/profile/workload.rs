@@ -1,0 +1,269 @@
+//! The workloads file: a JSON list of shapes to profile.
+//!
+//! ```json
+//! [
+//!   {"name": "mm_llama_4096", "kind": "matmul", "m": 4096, "n": 4096, "k": 4096},
+//!   {"name": "gpt2_attn_scores", "kind": "matmul", "m": 1024, "n": 1024, "k": 64, "batch": 12},
+//!   {"name": "sm_attn_512x512", "kind": "softmax", "rows": 512, "cols": 512}
+//! ]
+//! ```
+//!
+//! Matmuls are fp16 with fp32 accumulation; softmaxes are fp32. `batch`
+//! (independent products, as attention heads) defaults to 1. Names must be
+//! unique; every size at least 1, and every tensor under 4 GiB.
+
+use anyhow::{bail, Context, Result};
+use hwwfc_core::{DType, Op};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One shape to profile.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Workload {
+    /// `batch` products of an `m x k` by a `k x n` fp16 matrix.
+    MatMul {
+        /// Unique name.
+        name: String,
+        /// Rows of the output.
+        m: u32,
+        /// Columns of the output.
+        n: u32,
+        /// Reduction length.
+        k: u32,
+        /// Independent products.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        batch: u32,
+    },
+    /// A row softmax of a `rows x cols` fp32 matrix.
+    Softmax {
+        /// Unique name.
+        name: String,
+        /// Rows.
+        rows: u32,
+        /// Columns.
+        cols: u32,
+    },
+    /// A transpose of a `rows x cols` fp16 matrix: the cost of a layout
+    /// change between layers.
+    Transpose {
+        /// Unique name.
+        name: String,
+        /// Rows.
+        rows: u32,
+        /// Columns.
+        cols: u32,
+    },
+    /// A device-to-device copy of `bytes` bytes: the bandwidth anchor.
+    Copy {
+        /// Unique name.
+        name: String,
+        /// Bytes copied.
+        bytes: u64,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+impl Workload {
+    /// The workload's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Workload::MatMul { name, .. }
+            | Workload::Softmax { name, .. }
+            | Workload::Transpose { name, .. }
+            | Workload::Copy { name, .. } => name,
+        }
+    }
+
+    /// The core's operator for this workload (none for the transpose and
+    /// copy anchors, which the core does not schedule).
+    pub fn op(&self) -> Option<Op> {
+        match *self {
+            Workload::MatMul { m, n, k, batch, .. } => Some(Op::MatMul { m, n, k, batch, dtype: DType::F16 }),
+            Workload::Softmax { rows, cols, .. } => Some(Op::Softmax { rows, cols, dtype: DType::F32 }),
+            Workload::Transpose { .. } | Workload::Copy { .. } => None,
+        }
+    }
+
+    /// Lower-case kind, as in the file.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::MatMul { .. } => "matmul",
+            Workload::Softmax { .. } => "softmax",
+            Workload::Transpose { .. } => "transpose",
+            Workload::Copy { .. } => "copy",
+        }
+    }
+
+    /// A short shape description, such as `4096x4096x4096` or `12x1024x1024x64`.
+    pub fn shape(&self) -> String {
+        match *self {
+            Workload::MatMul { m, n, k, batch: 1, .. } => format!("{m}x{n}x{k}"),
+            Workload::MatMul { m, n, k, batch, .. } => format!("{batch}x{m}x{n}x{k}"),
+            Workload::Softmax { rows, cols, .. } | Workload::Transpose { rows, cols, .. } => format!("{rows}x{cols}"),
+            Workload::Copy { bytes, .. } => format!("{bytes} B"),
+        }
+    }
+
+    /// Floating-point operations of one run.
+    pub fn flops(&self) -> f64 {
+        self.op().map_or(0.0, |op| op.flops())
+    }
+
+    /// The fewest bytes one run must move through device memory (each
+    /// input read once, the output written once).
+    pub fn min_bytes(&self) -> f64 {
+        match *self {
+            Workload::MatMul { m, n, k, batch, .. } => {
+                2.0 * batch as f64 * (m as f64 * k as f64 + k as f64 * n as f64 + m as f64 * n as f64)
+            }
+            Workload::Softmax { rows, cols, .. } => 8.0 * rows as f64 * cols as f64,
+            Workload::Transpose { rows, cols, .. } => 4.0 * rows as f64 * cols as f64,
+            Workload::Copy { bytes, .. } => 2.0 * bytes as f64,
+        }
+    }
+}
+
+/// Reads and checks a workloads file.
+pub fn load(path: &Path) -> Result<Vec<Workload>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    parse(&text).with_context(|| format!("{}", path.display()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatMulFields {
+    name: String,
+    m: u32,
+    n: u32,
+    k: u32,
+    #[serde(default = "one")]
+    batch: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatrixFields {
+    name: String,
+    rows: u32,
+    cols: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CopyFields {
+    name: String,
+    bytes: u64,
+}
+
+fn fields<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            anyhow::anyhow!("{inner}")
+        } else {
+            anyhow::anyhow!("field `{path}`: {inner}")
+        }
+    })
+}
+
+fn parse_one(value: serde_json::Value) -> Result<Workload> {
+    let serde_json::Value::Object(mut map) = value else { bail!("not an object") };
+    let kind = match map.remove("kind") {
+        Some(serde_json::Value::String(k)) => k,
+        Some(_) => bail!("field `kind`: not a string"),
+        None => bail!("missing field `kind`"),
+    };
+    let rest = serde_json::Value::Object(map);
+    Ok(match kind.as_str() {
+        "matmul" => {
+            let f: MatMulFields = fields(rest)?;
+            Workload::MatMul { name: f.name, m: f.m, n: f.n, k: f.k, batch: f.batch }
+        }
+        "softmax" => {
+            let f: MatrixFields = fields(rest)?;
+            Workload::Softmax { name: f.name, rows: f.rows, cols: f.cols }
+        }
+        "transpose" => {
+            let f: MatrixFields = fields(rest)?;
+            Workload::Transpose { name: f.name, rows: f.rows, cols: f.cols }
+        }
+        "copy" => {
+            let f: CopyFields = fields(rest)?;
+            Workload::Copy { name: f.name, bytes: f.bytes }
+        }
+        other => bail!("unknown kind `{other}` (expected matmul, softmax, transpose or copy)"),
+    })
+}
+
+/// Parses and checks the text of a workloads file.
+pub fn parse(text: &str) -> Result<Vec<Workload>> {
+    let values: Vec<serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| anyhow::anyhow!("not a JSON list of workloads: {e}"))?;
+    let mut list = Vec::with_capacity(values.len());
+    for (i, v) in values.into_iter().enumerate() {
+        list.push(parse_one(v).with_context(|| format!("workload {i}"))?);
+    }
+    if list.is_empty() {
+        bail!("no workloads");
+    }
+    for (i, w) in list.iter().enumerate() {
+        if w.name().is_empty() {
+            bail!("workload {i}: empty name");
+        }
+        if list.iter().take(i).any(|o| o.name() == w.name()) {
+            bail!("workload {i}: name `{}` used twice", w.name());
+        }
+        match (w, w.op()) {
+            (_, Some(op)) => op.validate().map_err(|e| anyhow::anyhow!("workload `{}`: {e}", w.name()))?,
+            (Workload::Transpose { rows, cols, .. }, None) => {
+                if *rows == 0 || *cols == 0 {
+                    bail!("workload `{}`: dimension must be at least 1", w.name());
+                }
+                if (*rows as u64) * (*cols as u64) * 2 > u32::MAX as u64 {
+                    bail!("workload `{}`: a tensor of this layer exceeds 4 GiB", w.name());
+                }
+            }
+            (Workload::Copy { bytes, .. }, None) if *bytes == 0 => bail!("workload `{}`: bytes must be at least 1", w.name()),
+            _ => {}
+        }
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_kinds_and_defaults_batch() {
+        let w = parse(r#"[{"name":"a","kind":"matmul","m":1,"n":50257,"k":768},{"name":"b","kind":"softmax","rows":3,"cols":77}]"#)
+            .unwrap();
+        assert_eq!(w[0], Workload::MatMul { name: "a".into(), m: 1, n: 50257, k: 768, batch: 1 });
+        assert_eq!(w[1].shape(), "3x77");
+    }
+
+    #[test]
+    fn rejects_bad_workloads() {
+        for (text, needle) in [
+            (r#"[{"name":"a","kind":"matmul","m":0,"n":1,"k":1}]"#, "at least 1"),
+            (r#"[{"name":"a","kind":"matmul","m":-1,"n":1,"k":1}]"#, "workload 0: field `m`: invalid value: integer `-1`"),
+            (r#"[{"name":"a","kind":"conv","m":1}]"#, "unknown kind `conv`"),
+            (r#"[{"name":"a","kind":"softmax","rows":1,"cols":1,"x":2}]"#, "unknown field"),
+            (r#"[{"name":"a","kind":"softmax","rows":1,"cols":1},{"name":"a","kind":"softmax","rows":1,"cols":1}]"#, "twice"),
+            (r#"[{"name":"a","kind":"matmul","m":65536,"n":65536,"k":65536}]"#, "4 GiB"),
+            ("[]", "no workloads"),
+        ] {
+            let e = format!("{:#}", parse(text).unwrap_err());
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Building the scheduling problem of a model on a spec and running the
+//! solvers on it, each timed by the median of many repeats.
+//!
+//! Kept apart from the `schedule` command so that later commands (report,
+//! tune) can build and solve the same way.
+
+use crate::describe;
+use crate::input::model_file::HostGraph;
+use crate::timing::{self, Timing};
+use anyhow::{anyhow, Result};
+use hwwfc_core::constraint::{self, CONSTRAINT_COUNT};
+use hwwfc_core::exact::{self, ExactStats};
+use hwwfc_core::problem::BuildError;
+use hwwfc_core::space;
+use hwwfc_core::wfc::{self, WfcConfig, WfcStats};
+use hwwfc_core::{
+    Coefficients, Constraint, HardwareSpec, Op, Schedule, ScheduleProblem, Solution, SolveError, HOST_DOMAIN_WORDS,
+    HOST_MAX_LAYERS,
+};
+use std::hint::black_box;
+
+/// The problem type of the host build (about 130 KB: keep it boxed).
+pub type HostProblem = ScheduleProblem<HOST_MAX_LAYERS, HOST_DOMAIN_WORDS>;
+/// A solution of a [`HostProblem`].
+pub type HostSolution = Solution<HOST_MAX_LAYERS>;
+/// A schedule of a [`HostProblem`].
+pub type HostSchedule = Schedule<HOST_MAX_LAYERS>;
+
+/// Which solvers to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Solvers {
+    /// Run WFC.
+    pub wfc: bool,
+    /// Run the exact DP.
+    pub exact: bool,
+}
+
+/// What one solver returned, and how long it took.
+#[derive(Debug, Clone)]
+pub struct SolverRun<S> {
+    /// The solution (state indices and total cost).
+    pub solution: HostSolution,
+    /// The same as a schedule (states and per-layer costs).
+    pub schedule: HostSchedule,
+    /// The solver's statistics.
+    pub stats: S,
+    /// Median solve time.
+    pub timing: Timing,
+}
+
+/// The problem and the results of the solvers that ran.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The problem after the constraints.
+    pub problem: Box<HostProblem>,
+    /// Median build time of the problem.
+    pub build: Timing,
+    /// WFC's result, if it ran.
+    pub wfc: Option<SolverRun<WfcStats>>,
+    /// The exact DP's result, if it ran.
+    pub exact: Option<SolverRun<ExactStats>>,
+}
+
+impl Outcome {
+    /// The schedule to report: WFC's if it ran, else the exact one.
+    pub fn primary(&self) -> Option<&HostSchedule> {
+        self.wfc.as_ref().map(|r| &r.schedule).or(self.exact.as_ref().map(|r| &r.schedule))
+    }
+
+    /// Whether WFC and the exact DP chose the same states (`None` unless
+    /// both ran).
+    pub fn agree(&self) -> Option<bool> {
+        Some(self.wfc.as_ref()?.solution.states == self.exact.as_ref()?.solution.states)
+    }
+
+    /// How much more WFC's schedule costs than the optimum, in percent
+    /// (`None` unless both ran).
+    pub fn gap_percent(&self) -> Option<f64> {
+        let w = self.wfc.as_ref()?.solution.cost as f64;
+        let e = self.exact.as_ref()?.solution.cost as f64;
+        Some(if e > 0.0 { (w - e) / e * 100.0 } else { 0.0 })
+    }
+}
+
+/// Builds the problem and runs `solvers` on it.
+pub fn run(graph: &HostGraph, spec: &HardwareSpec, k: &Coefficients, solvers: Solvers) -> Result<Outcome> {
+    let problem = build(graph, spec, k)?;
+    let build = timing::median_of_repeats(|| HostProblem::build(black_box(graph), black_box(spec), black_box(k)));
+    let wfc = if solvers.wfc { Some(run_wfc(&problem, graph)?) } else { None };
+    let exact = if solvers.exact { Some(run_exact(&problem, graph)?) } else { None };
+    Ok(Outcome { problem, build, wfc, exact })
+}
+
+/// Builds the problem; an error names the layer it concerns.
+pub fn build(graph: &HostGraph, spec: &HardwareSpec, k: &Coefficients) -> Result<Box<HostProblem>> {
+    HostProblem::build(graph, spec, k).map(Box::new).map_err(|e| build_error(e, graph, spec))
+}
+
+fn run_wfc(problem: &HostProblem, graph: &HostGraph) -> Result<SolverRun<WfcStats>> {
+    let config = WfcConfig::default();
+    let (solution, stats) = wfc::solve::<_, HOST_MAX_LAYERS, HOST_DOMAIN_WORDS>(problem, &config)
+        .map_err(|e| solve_error("WFC", e, graph))?;
+    let timing = timing::median_of_repeats(|| {
+        wfc::solve::<_, HOST_MAX_LAYERS, HOST_DOMAIN_WORDS>(black_box(problem), black_box(&config))
+    });
+    let schedule = to_schedule(problem, &solution)?;
+    Ok(SolverRun { solution, schedule, stats, timing })
+}
+
+fn run_exact(problem: &HostProblem, graph: &HostGraph) -> Result<SolverRun<ExactStats>> {
+    let (solution, stats) = solve_exact(problem, graph)?;
+    let timing =
+        timing::median_of_repeats(|| exact::solve::<_, HOST_MAX_LAYERS, HOST_DOMAIN_WORDS>(black_box(problem)));
+    let schedule = to_schedule(problem, &solution)?;
+    Ok(SolverRun { solution, schedule, stats, timing })
+}
+
+/// The optimum of `problem` by the exact DP, untimed.
+pub fn solve_exact(problem: &HostProblem, graph: &HostGraph) -> Result<(HostSolution, ExactStats)> {
+    exact::solve::<_, HOST_MAX_LAYERS, HOST_DOMAIN_WORDS>(problem).map_err(|e| solve_error("exact", e, graph))
+}
+
+fn to_schedule(problem: &HostProblem, solution: &HostSolution) -> Result<HostSchedule> {
+    Schedule::from_solution(problem, solution)
+        .ok_or_else(|| anyhow!("internal error: the solver returned states that are not the problem's"))
+}
+
+/// `layer `NAME` (SHAPE)`, or `layer INDEX` if the graph has no such layer.
+fn layer_label(graph: &HostGraph, index: usize) -> String {
+    match graph.layer(index) {
+        Some(l) => format!("layer `{}` ({})", l.name, describe::op(&l.op)),
+        None => format!("layer {index}"),
+    }
+}
+
+fn solve_error(solver: &str, e: SolveError, graph: &HostGraph) -> anyhow::Error {
+    match e {
+        SolveError::Infeasible { layer } => {
+            anyhow!("{solver} solver: no feasible schedule; {} has no state left", layer_label(graph, layer))
+        }
+        SolveError::NonFiniteCost { layer } => {
+            anyhow!("{solver} solver: {}: the cost model gave a non-finite cost", layer_label(graph, layer))
+        }
+        other => anyhow!("{solver} solver: {other}"),
+    }
+}
+
+/// States of `op`'s candidate space removed by each unary constraint.
+pub fn unary_removals(spec: &HardwareSpec, op: &Op) -> (usize, [usize; CONSTRAINT_COUNT]) {
+    let mut candidates = 0;
+    let mut counts = [0usize; CONSTRAINT_COUNT];
+    for state in space::states(spec.space, op.kind()).iter().filter(|s| space::applicable(op, s)) {
+        candidates += 1;
+        if let Err(c) = constraint::check(spec, op, state) {
+            if let Some(n) = counts.get_mut(c.index()) {
+                *n += 1;
+            }
+        }
+    }
+    (candidates, counts)
+}
+
+fn build_error(e: BuildError, graph: &HostGraph, spec: &HardwareSpec) -> anyhow::Error {
+    match e {
+        BuildError::Infeasible { layer, constraint } => {
+            let label = layer_label(graph, layer);
+            let detail = match graph.layer(layer) {
+                Some(l) if constraint != Constraint::Adjacency => {
+                    let (candidates, counts) = unary_removals(spec, &l.op);
+                    let counts = counts.map(|n| n as u64);
+                    format!(" (of {candidates} candidates: {})", describe::removed(&counts))
+                }
+                _ => String::new(),
+            };
+            anyhow!("{label}: every state removed; `{constraint}` removed the last one{detail}")
+        }
+        BuildError::NonFiniteCost { layer } => {
+            anyhow!("{}: the cost model gave a non-finite cost", layer_label(graph, layer))
+        }
+        BuildError::TooManyStates { layer, states, capacity } => {
+            anyhow!("{}: {states} candidate states exceed the domain capacity of {capacity}", layer_label(graph, layer))
+        }
+        other => anyhow!("{other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwwfc_core::{models, presets};
+
+    #[test]
+    fn default_run_agrees() {
+        let graph = models::builtin::<HOST_MAX_LAYERS>("attention", None).unwrap();
+        let out =
+            run(&graph, &presets::stress_gpu(), &Coefficients::default(), Solvers { wfc: true, exact: true }).unwrap();
+        assert_eq!(out.agree(), Some(true));
+        assert_eq!(out.gap_percent(), Some(0.0));
+        assert_eq!(out.primary().unwrap().choices.len(), 6);
+    }
+
+    #[test]
+    fn infeasible_layer_is_named() {
+        let graph = models::builtin::<HOST_MAX_LAYERS>("attention", None).unwrap();
+        let mut spec = presets::stress_gpu();
+        spec.alignment_bytes = 4096;
+        let e = build(&graph, &spec, &Coefficients::default()).unwrap_err().to_string();
+        assert!(e.starts_with("layer `in_proj` (matmul 512x512x128 f16): every state removed; `alignment`"), "{e}");
+    }
+}
