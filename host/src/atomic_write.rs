@@ -13,7 +13,15 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
         _ => Path::new("."),
     };
     let fail = || format!("cannot write {}", path.display());
-    let mut tmp = tempfile::Builder::new().prefix(".hwwfc-").suffix(".tmp").tempfile_in(dir).with_context(fail)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".hwwfc-").suffix(".tmp");
+    // A temporary file is private (0600); the result is an ordinary file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o644));
+    }
+    let mut tmp = builder.tempfile_in(dir).with_context(fail)?;
     tmp.write_all(bytes).with_context(fail)?;
     tmp.as_file().sync_all().with_context(fail)?;
     tmp.persist(path).map_err(|e| e.error).with_context(fail)?;

@@ -111,6 +111,15 @@ fn builtin(index: usize, seq: Option<u32>) -> Result<LoadedModel> {
     let seq = seq.or_else(|| models::DEFAULT_SEQ.get(index).copied()).unwrap_or(512);
     let graph = models::builtin::<HOST_MAX_LAYERS>(name, Some(seq)).map_err(|e| match e {
         ModelError::Unknown => anyhow!("unknown model `{name}`"),
+        ModelError::Graph(GraphError::Shape { layer, error }) => {
+            // Layer names do not depend on the sequence length: take the
+            // name from the model at its default length.
+            let label = models::builtin::<HOST_MAX_LAYERS>(name, None)
+                .ok()
+                .and_then(|g| g.layer(layer).map(|l| format!("layer {layer} (`{}`)", l.name)))
+                .unwrap_or_else(|| format!("layer {layer}"));
+            anyhow!("model `{name}` with --seq {seq}: {label}: {error}")
+        }
         ModelError::Graph(e) => anyhow!("model `{name}` with --seq {seq}: {e}"),
     })?;
     Ok(LoadedModel { name: name.to_string(), graph, origin: Origin::BuiltIn { name, seq } })
@@ -292,6 +301,11 @@ mod tests {
         let m = load("attention", Some(256)).unwrap();
         assert_eq!(m.origin, Origin::BuiltIn { name: "attention", seq: 256 });
         assert_eq!(m.graph.len(), 6);
+        let e = load("llama3-8b-block", Some(100_000)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "model `llama3-8b-block` with --seq 100000: layer 1 (`attn_scores`): a tensor of this layer exceeds 4 GiB"
+        );
         let e = load("gpt3", None).unwrap_err().to_string();
         assert!(e.contains("attention, gpt2-block, llama3-8b-block"), "{e}");
     }

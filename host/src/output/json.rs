@@ -149,7 +149,12 @@ pub struct ScheduleJson {
     space_combinations: String,
 }
 
-/// The report of `v` as a JSON value.
+/// A time rounded to nanoseconds (the clock's resolution at best).
+fn round_us(us: f64) -> f64 {
+    (us * 1000.0).round() / 1000.0
+}
+
+/// The report of `v`, ready to serialize.
 pub fn report(v: &ScheduleView<'_>) -> ScheduleJson {
     let o = v.outcome;
     let choices: &[Choice] = o.primary().map(|s| s.choices.as_slice()).unwrap_or(&[]);
@@ -204,11 +209,11 @@ pub fn report(v: &ScheduleView<'_>) -> ScheduleJson {
         exact_states: o.exact.as_ref().map(|r| r.solution.states.to_vec()),
         agree: o.agree(),
         gap_percent: o.gap_percent(),
-        build_us: o.build.median_us,
+        build_us: round_us(o.build.median_us),
         build_repeats: o.build.repeats,
-        wfc_us: o.wfc.as_ref().map(|r| r.timing.median_us),
+        wfc_us: o.wfc.as_ref().map(|r| round_us(r.timing.median_us)),
         wfc_repeats: o.wfc.as_ref().map(|r| r.timing.repeats),
-        exact_us: o.exact.as_ref().map(|r| r.timing.median_us),
+        exact_us: o.exact.as_ref().map(|r| round_us(r.timing.median_us)),
         exact_repeats: o.exact.as_ref().map(|r| r.timing.repeats),
         wfc_stats: o.wfc.as_ref().map(|r| WfcStatsJson::from(&r.stats)),
         combinations: o.problem.combinations().to_string(),

@@ -1,0 +1,225 @@
+//! `hwwfc schedule` on good inputs: the table, the JSON report, the
+//! built-in specs and models, the solver choice.
+
+mod common;
+
+use common::{hwwfc, schedule_json, specs_dir, write_json};
+use predicates::prelude::*;
+use serde_json::{json, Value};
+
+const ATTENTION: [&str; 6] = ["in_proj", "qk_scores", "softmax", "attn_values", "out_proj", "ffn_up"];
+
+#[test]
+fn default_run_prints_the_table_and_agreement() {
+    let out = hwwfc().arg("schedule").assert().success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    for name in ATTENTION {
+        let line = stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{stdout}"));
+        // Columns: name, then the op in three words, then the tile.
+        let tile = line.split_whitespace().nth(4).unwrap();
+        if name == "softmax" {
+            assert_eq!(tile, "16x16", "{line}");
+        } else {
+            assert_eq!(tile, "32x32x32", "{line}");
+        }
+        assert!(line.contains("sram") && line.contains("row_major"), "{line}");
+    }
+    assert!(stdout.contains("solvers:       agree (same states)"), "{stdout}");
+    assert!(stdout.contains("1995383808 candidate, 10935000 after the constraints"), "{stdout}");
+    let total = |prefix: &str| -> String {
+        let line = stdout.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{stdout}"));
+        line.split_whitespace().nth(1).unwrap().to_string()
+    };
+    assert_eq!(total("wfc:"), total("exact:"));
+    assert!(stdout.contains("alignment 6, sram_capacity 9, working_memory 3"), "{stdout}");
+    assert!(stdout.contains("median of"), "{stdout}");
+}
+
+fn check_report(v: &Value, spec: &str, model: &str, layers: usize) {
+    assert_eq!(v["spec"], spec);
+    assert_eq!(v["model"], model);
+    let ls = v["layers"].as_array().unwrap();
+    assert_eq!(ls.len(), layers);
+    for l in ls {
+        for key in [
+            "name",
+            "kind",
+            "tile_m",
+            "tile_n",
+            "tile_k",
+            "warps_m",
+            "warps_n",
+            "stages",
+            "placement",
+            "layout",
+            "state_index",
+            "unary_us",
+            "transition_us",
+            "candidates",
+            "states_left",
+            "removed",
+        ] {
+            assert!(!l[key].is_null(), "layer field {key} missing: {l}");
+        }
+        let removed = l["removed"].as_object().unwrap();
+        assert_eq!(removed.len(), 7);
+        let total: u64 = removed.values().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(total + l["states_left"].as_u64().unwrap(), l["candidates"].as_u64().unwrap());
+    }
+    for key in ["wfc_us", "exact_us", "build_us"] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    for key in ["combinations", "space_combinations"] {
+        v[key].as_str().unwrap().parse::<u128>().unwrap();
+    }
+    assert!(v["wfc_stats"]["collapses"].as_u64().unwrap() >= layers as u64);
+    let cost: f64 = ls.iter().map(|l| l["unary_us"].as_f64().unwrap() + l["transition_us"].as_f64().unwrap()).sum();
+    let wfc = v["wfc_cost"].as_f64().unwrap();
+    assert!((cost - wfc).abs() <= 1e-4 * wfc, "{cost} vs {wfc}");
+}
+
+#[test]
+fn json_report_on_the_virtual_specs() {
+    for spec in ["stress_gpu", "toy_gpu"] {
+        let v = schedule_json(&["--spec", spec]);
+        check_report(&v, spec, "attention", 6);
+        assert_eq!(v["agree"], true);
+        assert_eq!(v["wfc_cost"], v["exact_cost"]);
+        assert_eq!(v["wfc_states"], v["exact_states"]);
+        assert_eq!(v["gap_percent"], 0.0);
+    }
+    let v = schedule_json(&[]);
+    assert_eq!(v["layers"][2]["tile_m"], 16);
+    assert_eq!(v["layers"][2]["removed"]["working_memory"], 3);
+    assert_eq!(v["combinations"], "10935000");
+    assert_eq!(v["space_combinations"], "1995383808");
+}
+
+#[test]
+fn real_gpus_schedule_the_transformer_blocks() {
+    for model in ["gpt2-block", "llama3-8b-block"] {
+        let v = schedule_json(&["--spec", "h200", "--model", model]);
+        check_report(&v, "h200", model, 7);
+        assert_eq!(v["agree"], true, "{model}");
+        assert_eq!(v["layers"][0]["placement"], "pipelined");
+    }
+    hwwfc()
+        .args(["schedule", "--spec", "h200", "--model", "gpt2-block"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("attn_softmax").and(predicate::str::contains("agree")));
+}
+
+#[test]
+fn every_builtin_spec_runs_from_any_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    for spec in ["stress_gpu", "toy_gpu", "h200", "h100", "a100", "rtx3060"] {
+        hwwfc()
+            .current_dir(dir.path())
+            .args(["schedule", "--spec", spec, "--solver", "exact"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("on {spec} (")));
+    }
+}
+
+#[test]
+fn a_spec_file_gives_the_same_schedule_as_the_builtin() {
+    let path = specs_dir().join("toy_gpu.json");
+    let from_file = schedule_json(&["--spec", path.to_str().unwrap()]);
+    let builtin = schedule_json(&["--spec", "toy_gpu"]);
+    assert_eq!(from_file["exact_states"], builtin["exact_states"]);
+    assert_eq!(from_file["exact_cost"], builtin["exact_cost"]);
+    assert_eq!(from_file["spec_origin"], path.to_str().unwrap());
+}
+
+#[test]
+fn one_solver_leaves_the_other_null() {
+    let v = schedule_json(&["--solver", "wfc"]);
+    assert!(v["wfc_cost"].is_number() && v["wfc_us"].is_number() && v["wfc_stats"].is_object());
+    for key in ["exact_cost", "exact_us", "exact_states", "agree", "gap_percent"] {
+        assert!(v[key].is_null(), "{key}");
+    }
+    let v = schedule_json(&["--solver", "exact"]);
+    assert!(v["exact_cost"].is_number() && v["exact_us"].is_number());
+    for key in ["wfc_cost", "wfc_us", "wfc_states", "wfc_stats", "agree", "gap_percent"] {
+        assert!(v[key].is_null(), "{key}");
+    }
+    assert_eq!(v["layers"].as_array().unwrap().len(), 6);
+    hwwfc()
+        .args(["schedule", "--solver", "exact"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("exact:").and(predicate::str::contains("wfc:").not()));
+}
+
+#[test]
+fn seq_overrides_the_builtin_length() {
+    let v = schedule_json(&["--seq", "256"]);
+    assert_eq!(v["seq"], 256);
+    assert_eq!(v["layers"][2]["op"]["rows"], 256);
+    assert_eq!(v["agree"], true);
+}
+
+#[test]
+fn model_file_is_scheduled() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = json!({"name": "my-model", "layers": [
+        {"name": "qkv", "kind": "matmul", "m": 512, "n": 1536, "k": 512, "batch": 1, "dtype": "f16"},
+        {"name": "sm", "kind": "softmax", "rows": 512, "cols": 512, "dtype": "f32"},
+        {"name": "proj", "kind": "matmul", "m": 512, "n": 512, "k": 512}
+    ]});
+    let path = write_json(dir.path(), "model.json", &model);
+    let v = schedule_json(&["--model", path.to_str().unwrap()]);
+    check_report(&v, "stress_gpu", "my-model", 3);
+    assert_eq!(v["layers"][1]["op"], json!({"rows": 512, "cols": 512, "dtype": "f32"}));
+    assert_eq!(v["layers"][2]["op"]["batch"], 1);
+    assert_eq!(v["layers"][2]["op"]["dtype"], "f16");
+    assert!(v["seq"].is_null());
+}
+
+#[test]
+fn coefficient_files_change_the_prediction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c: Value = serde_json::to_value(hwwfc_defaults()).unwrap();
+    let bare = write_json(dir.path(), "bare.json", &c);
+    let v = schedule_json(&["--coefficients", bare.to_str().unwrap()]);
+    let default = schedule_json(&[]);
+    assert_eq!(v["exact_cost"], default["exact_cost"]);
+    c["launch_scale"] = json!(2.0);
+    let wrapped =
+        write_json(dir.path(), "wrapped.json", &json!({"format_version": 1, "gpu": "stress_gpu", "coefficients": c}));
+    let v = schedule_json(&["--coefficients", wrapped.to_str().unwrap()]);
+    // Six launches of 5 us each, doubled.
+    let delta = v["exact_cost"].as_f64().unwrap() - default["exact_cost"].as_f64().unwrap();
+    assert!((delta - 30.0).abs() < 1e-2, "{delta}");
+    assert!(v["coefficients"].as_str().unwrap().contains("fitted on stress_gpu"));
+}
+
+/// The default coefficients as the core defines them.
+fn hwwfc_defaults() -> Value {
+    json!({
+        "compute_efficiency": 0.75,
+        "memory_efficiency": 0.85,
+        "l2_bandwidth_ratio": 3.0,
+        "l2_miss_rate": 0.15,
+        "sm_bandwidth_multiple": 4.0,
+        "warp_tile_half": 256.0,
+        "step_latency_us": 0.5,
+        "block_overhead_us": 1.0,
+        "launch_scale": 1.0,
+        "overlap_exponent": 4.0,
+        "register_reuse": 4.0,
+        "strided_penalty": 4.0,
+        "transition_scale": 1.0
+    })
+}
+
+#[test]
+fn help_documents_the_model_format() {
+    hwwfc().args(["schedule", "--help"]).assert().success().stdout(
+        predicate::str::contains("Model file format")
+            .and(predicate::str::contains("\"kind\": \"softmax\""))
+            .and(predicate::str::contains("--dump-problem")),
+    );
+}
