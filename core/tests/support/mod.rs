@@ -215,48 +215,108 @@ fn layer_allowed(size: usize) -> BoxedStrategy<Vec<bool>> {
     .boxed()
 }
 
-/// Transition costs of one edge: mostly zero, small integers or reals.
-fn edge_costs(n: usize) -> BoxedStrategy<Vec<f32>> {
-    prop_oneof![
-        1 => Just(vec![0.0; n]),
-        2 => prop::collection::vec(
-            prop_oneof![3 => Just(0.0f32), 1 => (1u8..4).prop_map(f32::from), 2 => 0.0f32..500.0],
-            n
-        ),
-    ]
-    .boxed()
+/// A small deterministic generator (SplitMix64) that fills the large
+/// per-edge tables from one drawn seed: drawing thousands of elements
+/// through proptest one by one is slow, and the seed still shrinks.
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator started at `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
-/// A band `|a - b| <= width` (scaled to the two sizes): sparse, structured,
-/// feasible from every state.
-fn band(a: usize, b: usize, width: usize) -> Vec<bool> {
-    let mut out = vec![false; a * b];
-    for i in 0..a {
-        let centre = i * b / a.max(1);
-        for j in 0..b {
-            out[i * b + j] = centre.abs_diff(j) <= width;
-        }
-    }
-    out
+/// How an edge's transition costs are drawn.
+#[derive(Clone, Copy, Debug)]
+enum EdgeCosts {
+    /// All zero.
+    Zero,
+    /// Mostly zero, some small integers (ties), some reals in `[0, 500)`.
+    Mixed,
+    /// Zero or a real in `[0, 500)`.
+    Real,
+}
+
+/// Which pairs of an edge are compatible.
+#[derive(Clone, Copy, Debug)]
+enum EdgeRule {
+    /// Every pair, at no cost, and reported free.
+    Free,
+    /// Every pair.
+    All,
+    /// Each pair with the given probability.
+    Sparse(f64),
+    /// A band `|a - b| <= width` (scaled to the two sizes): sparse,
+    /// structured, with a successor for every state.
+    Band(usize),
+}
+
+fn edge_table(a: usize, b: usize, rule: EdgeRule, costs: EdgeCosts, seed: u64) -> (Vec<f32>, Vec<bool>, bool) {
+    let n = a * b;
+    let mut rng = SplitMix::new(seed);
+    let compatible: Vec<bool> = match rule {
+        EdgeRule::Free | EdgeRule::All => vec![true; n],
+        EdgeRule::Sparse(p) => (0..n).map(|_| rng.unit() < p).collect(),
+        EdgeRule::Band(width) => (0..n)
+            .map(|x| {
+                let (i, j) = (x / b, x % b);
+                (i * b / a.max(1)).abs_diff(j) <= width
+            })
+            .collect(),
+    };
+    let free = matches!(rule, EdgeRule::Free);
+    let costs = if free { EdgeCosts::Zero } else { costs };
+    let transition = (0..n)
+        .map(|_| match costs {
+            EdgeCosts::Zero => 0.0,
+            EdgeCosts::Mixed => match rng.next_u64() % 6 {
+                0..=2 => 0.0,
+                3 => (1 + rng.next_u64() % 3) as f32,
+                _ => (rng.unit() * 500.0) as f32,
+            },
+            EdgeCosts::Real => {
+                if rng.next_u64() % 4 == 0 {
+                    0.0
+                } else {
+                    (rng.unit() * 500.0) as f32
+                }
+            }
+        })
+        .collect();
+    (transition, compatible, free)
+}
+
+fn edge_costs() -> impl Strategy<Value = EdgeCosts> {
+    prop_oneof![1 => Just(EdgeCosts::Zero), 2 => Just(EdgeCosts::Mixed), 1 => Just(EdgeCosts::Real)]
 }
 
 /// One edge `(transition costs, compatibility, free)` between layers of
 /// `a` and `b` states: free, fully compatible, randomly sparse, banded, or
 /// nearly blocking (often making the instance infeasible).
 fn edge(a: usize, b: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>, bool)> {
-    let n = a * b;
-    prop_oneof![
-        2 => Just((vec![0.0; n], vec![true; n], true)),
-        3 => (edge_costs(n), Just(vec![true; n]), Just(false)),
-        4 => (
-            edge_costs(n),
-            (0.05f64..0.95).prop_flat_map(move |p| prop::collection::vec(prop::bool::weighted(p), n)),
-            Just(false)
-        ),
-        1 => (edge_costs(n), (0usize..3).prop_map(move |w| band(a, b, w)), Just(false)),
-        1 => (edge_costs(n), prop::collection::vec(prop::bool::weighted(0.02), n), Just(false)),
-    ]
-    .boxed()
+    let rule = prop_oneof![
+        2 => Just(EdgeRule::Free),
+        3 => Just(EdgeRule::All),
+        4 => (0.05f64..0.95).prop_map(EdgeRule::Sparse),
+        1 => (0usize..3).prop_map(EdgeRule::Band),
+        1 => (0.0f64..0.04).prop_map(EdgeRule::Sparse),
+    ];
+    (rule, edge_costs(), any::<u64>()).prop_map(move |(r, c, seed)| edge_table(a, b, r, c, seed)).boxed()
 }
 
 fn assemble(sizes: Vec<usize>, with_layer: fn(usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>)>, with_edge: fn(usize, usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>, bool)>) -> BoxedStrategy<DenseProblem> {
@@ -281,13 +341,8 @@ fn full_layer(size: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>)> {
 }
 
 fn dense_edge(a: usize, b: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>, bool)> {
-    let n = a * b;
-    let costs = prop::collection::vec(prop_oneof![Just(0.0f32), 0.0f32..500.0], n);
-    prop_oneof![
-        (costs.clone(), Just(vec![true; n]), Just(false)),
-        (costs, prop::collection::vec(prop::bool::weighted(0.5), n), Just(false)),
-    ]
-    .boxed()
+    let rule = prop_oneof![Just(EdgeRule::All), Just(EdgeRule::Sparse(0.5))];
+    (rule, any::<u64>()).prop_map(move |(r, seed)| edge_table(a, b, r, EdgeCosts::Real, seed)).boxed()
 }
 
 /// Chains of exactly `layers x states`, every state allowed, no free edges
