@@ -95,7 +95,8 @@ solve times over many repeats.
 --json prints one object: spec, model, layers[] (name, kind, op, tile_m,
 tile_n, tile_k, warps_m, warps_n, stages, placement, layout, state_index,
 unary_us, transition_us, candidates, states_left, removed {{constraint:
-count}}), wfc_cost, exact_cost, wfc_states, exact_states, agree, gap_percent,
+count}}), wfc_cost, exact_cost, wfc_states, exact_states, agree (same states), equal_cost
+(same total within f32 rounding), gap_percent,
 build_us, wfc_us, exact_us (medians, with *_repeats), wfc_stats,
 combinations and space_combinations (decimal strings: a u128 may not fit a
 JSON number). Fields of a solver that did not run are null.

@@ -26,6 +26,10 @@ pub type HostSolution = Solution<HOST_MAX_LAYERS>;
 /// A schedule of a [`HostProblem`].
 pub type HostSchedule = Schedule<HOST_MAX_LAYERS>;
 
+/// Relative difference of two totals below which they count as equal: a
+/// few units in the last place of an `f32` sum over up to 64 layers.
+pub const EQUAL_COST_TOLERANCE: f64 = 1.0e-6;
+
 /// Which solvers to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Solvers {
@@ -71,6 +75,16 @@ impl Outcome {
     /// both ran).
     pub fn agree(&self) -> Option<bool> {
         Some(self.wfc.as_ref()?.solution.states == self.exact.as_ref()?.solution.states)
+    }
+
+    /// Whether WFC's total equals the optimum within the rounding of `f32`
+    /// sums ([`EQUAL_COST_TOLERANCE`]), even if the states differ (`None`
+    /// unless both ran): two solvers that add the same costs in another
+    /// order may pick different states of one cost.
+    pub fn equal_cost(&self) -> Option<bool> {
+        let w = self.wfc.as_ref()?.solution.cost as f64;
+        let e = self.exact.as_ref()?.solution.cost as f64;
+        Some((w - e).abs() <= EQUAL_COST_TOLERANCE * e.abs())
     }
 
     /// How much more WFC's schedule costs than the optimum, in percent
@@ -196,6 +210,7 @@ mod tests {
             run(&graph, &presets::stress_gpu(), &Coefficients::default(), Solvers { wfc: true, exact: true }).unwrap();
         assert_eq!(out.agree(), Some(true));
         assert_eq!(out.gap_percent(), Some(0.0));
+        assert_eq!(out.equal_cost(), Some(true));
         assert_eq!(out.primary().unwrap().choices.len(), 6);
     }
 

@@ -147,6 +147,11 @@ fn overflowing_shapes_are_rejected() {
     let p = model_file(dir.path(), "u64.json", vec![layer]);
     let e = schedule_error(&["--model", arg(&p)]);
     assert!(e.ends_with("u64.json: layer 0 (`huge`): a tensor of this layer exceeds 4 GiB"), "{e}");
+    // Products that wrap to zero in u64 (2^64, 2^64, 2^65).
+    let layer = json!({"name": "wrap", "kind": "matmul", "m": 1 << 22, "n": 1 << 22, "k": 1 << 22, "batch": 1 << 20});
+    let p = model_file(dir.path(), "wrap.json", vec![layer]);
+    let e = schedule_error(&["--model", arg(&p)]);
+    assert!(e.ends_with("wrap.json: layer 0 (`wrap`): a tensor of this layer exceeds 4 GiB"), "{e}");
     let e = schedule_error(&["--model", "llama3-8b-block", "--seq", "100000"]);
     assert!(e.contains("layer 1 (`attn_scores`): a tensor of this layer exceeds 4 GiB"), "{e}");
 }

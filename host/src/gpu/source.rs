@@ -20,7 +20,18 @@ pub enum KernelSource {
 
 impl KernelSource {
     /// The file's text, with `common.cuh` inlined (NVRTC sees no files).
+    /// If `HWWFC_KERNEL_DIR` is set, the files are read from that folder
+    /// instead of the copies built into the binary (to try a kernel change
+    /// without rebuilding).
     pub fn text(self) -> String {
+        if let Some(dir) = std::env::var_os("HWWFC_KERNEL_DIR") {
+            let dir = std::path::Path::new(&dir);
+            if let (Ok(raw), Ok(common)) =
+                (std::fs::read_to_string(dir.join(self.file())), std::fs::read_to_string(dir.join("common.cuh")))
+            {
+                return raw.replace("#include \"common.cuh\"", &common);
+            }
+        }
         let raw = match self {
             KernelSource::MatMul => include_str!("../../../kernels/matmul.cu"),
             KernelSource::Softmax => include_str!("../../../kernels/softmax.cu"),

@@ -9,7 +9,8 @@
 //!                        candidates, states_left, removed {constraint: count}
 //! wfc_cost, exact_cost   predicted totals in us (null for a solver not run)
 //! wfc_states, exact_states   chosen state indices per layer (or null)
-//! agree, gap_percent     same states? WFC's excess over the optimum (null unless both ran)
+//! agree, equal_cost, gap_percent   same states? same total within f32 rounding?
+//!                        WFC's excess over the optimum in percent (null unless both ran)
 //! build_us, wfc_us, exact_us   median times in us; *_repeats: runs measured
 //! wfc_stats              {collapses, propagations, removed, backtracks} or null
 //! combinations, space_combinations   decimal strings (a u128 may not fit a JSON number)
@@ -137,6 +138,7 @@ pub struct ScheduleJson {
     wfc_states: Option<Vec<StateIndex>>,
     exact_states: Option<Vec<StateIndex>>,
     agree: Option<bool>,
+    equal_cost: Option<bool>,
     gap_percent: Option<f64>,
     build_us: f64,
     build_repeats: usize,
@@ -208,6 +210,7 @@ pub fn report(v: &ScheduleView<'_>) -> ScheduleJson {
         wfc_states: o.wfc.as_ref().map(|r| r.solution.states.to_vec()),
         exact_states: o.exact.as_ref().map(|r| r.solution.states.to_vec()),
         agree: o.agree(),
+        equal_cost: o.equal_cost(),
         gap_percent: o.gap_percent(),
         build_us: round_us(o.build.median_us),
         build_repeats: o.build.repeats,

@@ -43,6 +43,15 @@ fn layout(header: &[(&str, Align)], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A signed percentage with enough digits to show a small one.
+fn percent(p: f64) -> String {
+    if p == 0.0 || p.abs() >= 0.001 {
+        format!("{p:+.3}%")
+    } else {
+        format!("{p:+.1e}%")
+    }
+}
+
 fn timing(t: &Timing) -> String {
     format!("{:.1} us (median of {})", t.median_us, t.repeats)
 }
@@ -125,20 +134,24 @@ pub fn render(v: &ScheduleView<'_>) -> String {
             let _ = writeln!(out, "solvers:       agree (same states)");
         }
         (Some(false), Some(w), Some(e)) => {
-            let _ = writeln!(
-                out,
-                "solvers:       DISAGREE: WFC's schedule costs {:+.3}% against the optimum",
-                o.gap_percent().unwrap_or(0.0)
-            );
+            let gap = percent(o.gap_percent().unwrap_or(0.0));
+            let verdict = if o.equal_cost().unwrap_or(false) {
+                format!("disagree on states, gap {gap}: the same cost within f32 rounding")
+            } else {
+                format!("DISAGREE: WFC's schedule costs {gap} against the optimum")
+            };
+            let _ = writeln!(out, "solvers:       {verdict}");
             let layers = v.model.graph.layers();
             for (i, (a, b)) in w.schedule.choices.iter().zip(&e.schedule.choices).enumerate() {
                 if a.index != b.index {
                     let name = layers.get(i).map(|l| l.name.as_str()).unwrap_or("?");
                     let _ = writeln!(
                         out,
-                        "               layer `{name}`: wfc {}, exact {}",
+                        "               layer `{name}`: wfc {} ({:.4} us), exact {} ({:.4} us)",
                         describe::state(&a.state),
-                        describe::state(&b.state)
+                        a.unary_us + a.transition_us,
+                        describe::state(&b.state),
+                        b.unary_us + b.transition_us,
                     );
                 }
             }
@@ -159,6 +172,45 @@ pub fn render(v: &ScheduleView<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::coefficients_file::LoadedCoefficients;
+    use crate::input::{model_file, spec_file};
+    use crate::solve::{self, Solvers};
+    use hwwfc_core::problem::evaluate;
+    use hwwfc_core::Schedule;
+
+    #[test]
+    fn a_disagreement_shows_the_gap_and_the_layers() {
+        let spec = spec_file::load("stress_gpu").unwrap();
+        let model = model_file::load("attention", None).unwrap();
+        let coefficients = LoadedCoefficients::default_model();
+        let solvers = Solvers { wfc: true, exact: true };
+        let mut outcome = solve::run(&model.graph, &spec.spec, &coefficients.coefficients, solvers).unwrap();
+        // Replace WFC's answer with a worse feasible one: the next state of
+        // the last layer's domain.
+        let wfc = outcome.wfc.as_mut().unwrap();
+        let last = outcome.problem.layers().len() - 1;
+        let chosen = wfc.solution.states[last];
+        let other = outcome.problem.layers()[last].domain.iter().find(|&s| s != chosen).unwrap();
+        wfc.solution.states[last] = other;
+        wfc.solution.cost = evaluate(&*outcome.problem, &wfc.solution.states).unwrap();
+        wfc.schedule = Schedule::from_solution(&outcome.problem, &wfc.solution).unwrap();
+        assert_eq!(outcome.agree(), Some(false));
+        assert_eq!(outcome.equal_cost(), Some(false));
+        let gap = outcome.gap_percent().unwrap();
+        assert!(gap > 0.0);
+        let view = ScheduleView { spec: &spec, model: &model, coefficients: &coefficients, outcome: &outcome };
+        let text = render(&view);
+        assert!(
+            text.contains(&format!("solvers:       DISAGREE: WFC's schedule costs {} against", percent(gap))),
+            "{text}"
+        );
+        assert!(text.contains("layer `ffn_up`: wfc "), "{text}");
+        let json = super::super::json::report(&view);
+        let json = serde_json::to_value(json).unwrap();
+        assert_eq!(json["agree"], false);
+        assert_eq!(json["equal_cost"], false);
+        assert!(json["gap_percent"].as_f64().unwrap() > 0.0);
+    }
 
     #[test]
     fn columns_align() {
@@ -167,5 +219,8 @@ mod tests {
             &[vec!["long".into(), "1".into(), "x".into()], vec!["s".into(), "100".into(), "y".into()]],
         );
         assert_eq!(t, "a       n  z\nlong    1  x\ns     100  y\n");
+        assert_eq!(percent(2.5), "+2.500%");
+        assert_eq!(percent(9.5e-6), "+9.5e-6%");
+        assert_eq!(percent(0.0), "+0.000%");
     }
 }
