@@ -63,14 +63,20 @@ fn a_layer_with_every_state_removed_is_named() {
     g.push("fine", mm(512, 512, 512, 1)).unwrap();
     g.push("tiny", mm(8, 8, 8, 1)).unwrap();
     g.push("after", mm(512, 512, 512, 1)).unwrap();
-    assert_eq!(build(&g, &spec).unwrap_err(), BuildError::Infeasible { layer: 1, constraint: Constraint::SramCapacity });
+    assert_eq!(
+        build(&g, &spec).unwrap_err(),
+        BuildError::Infeasible { layer: 1, constraint: Constraint::SramCapacity }
+    );
     let tiny = mm(8, 8, 8, 1);
     let last = space::states(SpaceKind::Tiles, tiny.kind()).iter().rfind(|s| space::applicable(&tiny, s)).unwrap();
     assert_eq!(constraint::check(&spec, &tiny, last), Err(Constraint::SramCapacity));
 
     // With a 4 KB alignment no tile row (at most 256 x 4 bytes) is aligned.
     let spec = HardwareSpec { alignment_bytes: 4096, ..presets::stress_gpu() };
-    assert_eq!(build(&attention(), &spec).unwrap_err(), BuildError::Infeasible { layer: 0, constraint: Constraint::Alignment });
+    assert_eq!(
+        build(&attention(), &spec).unwrap_err(),
+        BuildError::Infeasible { layer: 0, constraint: Constraint::Alignment }
+    );
 }
 
 #[test]
@@ -100,7 +106,10 @@ fn more_layers_than_the_capacity() {
     }
     assert_eq!(g.push("l4", mm(64, 64, 64, 1)), Err(GraphError::TooManyLayers { capacity: 4 }));
     assert_eq!(g.len(), 4);
-    assert_eq!(models::builtin::<4>("attention", None), Err(ModelError::Graph(GraphError::TooManyLayers { capacity: 4 })));
+    assert_eq!(
+        models::builtin::<4>("attention", None),
+        Err(ModelError::Graph(GraphError::TooManyLayers { capacity: 4 }))
+    );
     // The solvers refuse a problem longer than their capacity.
     let p = DenseProblem::new(&[2; 5]);
     assert_eq!(exact::solve::<_, 4, 1>(&p).unwrap_err(), SolveError::TooManyLayers { capacity: 4 });
@@ -114,7 +123,10 @@ fn more_states_than_a_domain_holds() {
     assert_eq!(spec.validate(), Ok(()));
     let matmuls = space::states(SpaceKind::Cuda, hwwfc_core::OpKind::MatMul).len();
     assert_eq!(matmuls, 480);
-    assert_eq!(build(&attention(), &spec).unwrap_err(), BuildError::TooManyStates { layer: 0, states: 480, capacity: 64 });
+    assert_eq!(
+        build(&attention(), &spec).unwrap_err(),
+        BuildError::TooManyStates { layer: 0, states: 480, capacity: 64 }
+    );
     // The softmax space (48 states) fits W = 1; a softmax-first graph fails
     // at its first matmul.
     let mut g = Graph::<8>::new();
@@ -309,7 +321,10 @@ fn u32_overflowing_shapes_are_refused() {
     assert_eq!(softmax(u32::MAX, u32::MAX).validate(), Err(ShapeError::TooLarge));
     assert_eq!(mm(u32::MAX, u32::MAX, 1, 1).validate(), Err(ShapeError::TooLarge));
     let mut g = Graph::<8>::new();
-    assert_eq!(g.push("big", softmax(1 << 15, 1 << 15)), Err(GraphError::Shape { layer: 0, error: ShapeError::TooLarge }));
+    assert_eq!(
+        g.push("big", softmax(1 << 15, 1 << 15)),
+        Err(GraphError::Shape { layer: 0, error: ShapeError::TooLarge })
+    );
     // A sequence length that overflows a built-in model.
     assert_eq!(
         models::builtin::<8>("attention", Some(1 << 20)),
@@ -421,8 +436,20 @@ fn corrupt_schedule_bytes() {
     // of a choice: index (varint), tile m, n, k (varints), warps_m, warps_n,
     // stages (one byte each), placement, layout (variant indices), then two f32.
     let s = &decoded.choices[0];
-    let varint_len = |v: u16| if v < 128 { 1 } else if v < 16_384 { 2 } else { 3 };
-    let at = 2 + 1 + varint_len(s.index) + [s.state.tile.m, s.state.tile.n, s.state.tile.k].map(varint_len).iter().sum::<usize>() + 3;
+    let varint_len = |v: u16| {
+        if v < 128 {
+            1
+        } else if v < 16_384 {
+            2
+        } else {
+            3
+        }
+    };
+    let at = 2
+        + 1
+        + varint_len(s.index)
+        + [s.state.tile.m, s.state.tile.n, s.state.tile.k].map(varint_len).iter().sum::<usize>()
+        + 3;
     assert_eq!(bytes[at], s.state.placement as u8);
     let mut b = bytes.clone();
     b[at] = 3;
@@ -535,7 +562,9 @@ fn every_error_has_a_message() {
     for e in build_errors {
         assert!(!e.to_string().is_empty());
     }
-    assert!(BuildError::Infeasible { layer: 2, constraint: Constraint::WorkingMemory }.to_string().contains("working_memory"));
+    assert!(BuildError::Infeasible { layer: 2, constraint: Constraint::WorkingMemory }
+        .to_string()
+        .contains("working_memory"));
     let solve_errors = [
         SolveError::Empty,
         SolveError::TooManyLayers { capacity: 4 },
@@ -547,7 +576,11 @@ fn every_error_has_a_message() {
     for e in solve_errors {
         assert!(!e.to_string().is_empty());
     }
-    for e in [GraphError::NameTooLong { layer: 0 }, GraphError::DuplicateName { layer: 1 }, GraphError::TooManyLayers { capacity: 4 }] {
+    for e in [
+        GraphError::NameTooLong { layer: 0 },
+        GraphError::DuplicateName { layer: 1 },
+        GraphError::TooManyLayers { capacity: 4 },
+    ] {
         assert!(!e.to_string().is_empty());
     }
     for e in [ShapeError::TooLarge, ShapeError::ZeroDimension("m")] {

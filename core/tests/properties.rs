@@ -61,7 +61,13 @@ fn assert_feasible_and_not_below(
     let cost = evaluate::<_, 1>(p, &w.states);
     prop_assert!(cost.is_some(), "{}: infeasible states {:?}", what, w.states);
     prop_assert_eq!(cost, Some(w.cost), "{}: cost is not the evaluation of the states", what);
-    prop_assert!(w.cost >= optimum - REL * optimum.abs().max(1.0), "{}: cost {} below the optimum {}", what, w.cost, optimum);
+    prop_assert!(
+        w.cost >= optimum - REL * optimum.abs().max(1.0),
+        "{}: cost {} below the optimum {}",
+        what,
+        w.cost,
+        optimum
+    );
     Ok(())
 }
 
@@ -312,13 +318,10 @@ fn state() -> impl Strategy<Value = State> {
 }
 
 fn schedule_with(f: impl Strategy<Value = f32> + Clone) -> impl Strategy<Value = Schedule<8>> {
-    let choice = (any::<u16>(), state(), f.clone(), f.clone()).prop_map(|(index, state, unary_us, transition_us)| {
-        Choice { index, state, unary_us, transition_us }
-    });
-    (prop::collection::vec(choice, 0..=8), f).prop_map(|(c, cost_us)| Schedule {
-        choices: heapless::Vec::from_slice(&c).unwrap(),
-        cost_us,
-    })
+    let choice = (any::<u16>(), state(), f.clone(), f.clone())
+        .prop_map(|(index, state, unary_us, transition_us)| Choice { index, state, unary_us, transition_us });
+    (prop::collection::vec(choice, 0..=8), f)
+        .prop_map(|(c, cost_us)| Schedule { choices: heapless::Vec::from_slice(&c).unwrap(), cost_us })
 }
 
 fn schedule() -> impl Strategy<Value = Schedule<8>> {
@@ -360,22 +363,28 @@ fn dtype() -> impl Strategy<Value = DType> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (1u32..70_000, 1u32..70_000, 1u32..70_000, 1u32..64, dtype())
-            .prop_map(|(m, n, k, batch, dtype)| Op::MatMul { m, n, k, batch, dtype }),
+        (1u32..70_000, 1u32..70_000, 1u32..70_000, 1u32..64, dtype()).prop_map(|(m, n, k, batch, dtype)| Op::MatMul {
+            m,
+            n,
+            k,
+            batch,
+            dtype
+        }),
         (1u32..1 << 20, 1u32..70_000, dtype()).prop_map(|(rows, cols, dtype)| Op::Softmax { rows, cols, dtype }),
     ]
 }
 
 fn graph() -> impl Strategy<Value = Graph<8>> {
-    (prop::collection::vec(op(), 1..=8), "[a-z_]{0,20}").prop_map(|(ops, stem)| {
-        let mut g = Graph::new();
-        for (i, op) in ops.into_iter().enumerate() {
-            // Shapes too large for u32 byte counts are refused; skip them.
-            let _ = g.push(&format!("{stem}{i}"), op);
-        }
-        g
-    })
-    .prop_filter("every layer was refused", |g| !g.is_empty())
+    (prop::collection::vec(op(), 1..=8), "[a-z_]{0,20}")
+        .prop_map(|(ops, stem)| {
+            let mut g = Graph::new();
+            for (i, op) in ops.into_iter().enumerate() {
+                // Shapes too large for u32 byte counts are refused; skip them.
+                let _ = g.push(&format!("{stem}{i}"), op);
+            }
+            g
+        })
+        .prop_filter("every layer was refused", |g| !g.is_empty())
 }
 
 fn encode<T: Message>(value: &T) -> Vec<u8> {
@@ -550,5 +559,8 @@ fn wire_kinds_are_not_interchangeable() {
     assert_eq!(wire::from_bytes::<HardwareSpec>(&bytes), Err(WireError::WrongKind { found: 1 }));
     assert_eq!(wire::from_bytes::<Graph<8>>(&bytes), Err(WireError::WrongKind { found: 1 }));
     // A schedule of a larger capacity fits a smaller one only if short.
-    assert_eq!(wire::from_bytes::<Schedule<4>>(&bytes), Ok(Schedule::<4> { choices: heapless::Vec::new(), cost_us: 1.0 }));
+    assert_eq!(
+        wire::from_bytes::<Schedule<4>>(&bytes),
+        Ok(Schedule::<4> { choices: heapless::Vec::new(), cost_us: 1.0 })
+    );
 }

@@ -7,7 +7,9 @@ use hwwfc_core::problem::{evaluate, LayerPlan};
 use hwwfc_core::space::{self, SpaceKind};
 use hwwfc_core::spec::PeakCompute;
 use hwwfc_core::state::Tile;
-use hwwfc_core::{exact, exhaustive, models, presets, wfc, Coefficients, Graph, HardwareSpec, Placement, ScheduleProblem};
+use hwwfc_core::{
+    exact, exhaustive, models, presets, wfc, Coefficients, Graph, HardwareSpec, Placement, ScheduleProblem,
+};
 
 fn attention(spec: &HardwareSpec) -> ScheduleProblem<8, 1> {
     let graph = models::builtin::<8>("attention", None).expect("attention model");

@@ -12,6 +12,12 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::ops::RangeInclusive;
 
+/// One layer's `(unary costs, allowed)`.
+pub type LayerTable = (Vec<f32>, Vec<bool>);
+
+/// One edge's `(transition costs, compatibility, reported free)`.
+pub type EdgeTable = (Vec<f32>, Vec<bool>, bool);
+
 /// A chain problem given by explicit tables. Layer `i` has states
 /// `0..sizes[i]`, of which `allowed[i]` are in its domain; edge `e` joins
 /// layer `e` to layer `e + 1`, with row-major `sizes[e] x sizes[e + 1]`
@@ -50,7 +56,7 @@ impl DenseProblem {
 
     /// Assembles a chain from per-layer `(unary costs, allowed)` and
     /// per-edge `(transition costs, compatibility, free)` tables.
-    pub fn from_parts(layers: Vec<(Vec<f32>, Vec<bool>)>, edges: Vec<(Vec<f32>, Vec<bool>, bool)>) -> Self {
+    pub fn from_parts(layers: Vec<LayerTable>, edges: Vec<EdgeTable>) -> Self {
         let sizes: Vec<usize> = layers.iter().map(|(u, _)| u.len()).collect();
         assert_eq!(edges.len(), sizes.len().saturating_sub(1));
         let mut p = DenseProblem::new(&sizes);
@@ -156,8 +162,10 @@ impl<const W: usize> Problem<W> for DenseProblem {
     fn domain(&self, layer: usize) -> Domain<W> {
         self.check_layer(layer);
         let mut d = Domain::EMPTY;
-        for (s, _) in self.allowed[layer].iter().enumerate().filter(|(_, &a)| a) {
-            assert!(d.insert(s as StateIndex), "state {s} exceeds a domain of {} states", Domain::<W>::CAPACITY);
+        for (s, &a) in self.allowed[layer].iter().enumerate() {
+            if a {
+                assert!(d.insert(s as StateIndex), "state {s} exceeds a domain of {} states", Domain::<W>::CAPACITY);
+            }
         }
         d
     }
@@ -266,7 +274,7 @@ enum EdgeRule {
     Band(usize),
 }
 
-fn edge_table(a: usize, b: usize, rule: EdgeRule, costs: EdgeCosts, seed: u64) -> (Vec<f32>, Vec<bool>, bool) {
+fn edge_table(a: usize, b: usize, rule: EdgeRule, costs: EdgeCosts, seed: u64) -> EdgeTable {
     let n = a * b;
     let mut rng = SplitMix::new(seed);
     let compatible: Vec<bool> = match rule {
@@ -308,7 +316,7 @@ fn edge_costs() -> impl Strategy<Value = EdgeCosts> {
 /// One edge `(transition costs, compatibility, free)` between layers of
 /// `a` and `b` states: free, fully compatible, randomly sparse, banded, or
 /// nearly blocking (often making the instance infeasible).
-fn edge(a: usize, b: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>, bool)> {
+fn edge(a: usize, b: usize) -> BoxedStrategy<EdgeTable> {
     let rule = prop_oneof![
         2 => Just(EdgeRule::Free),
         3 => Just(EdgeRule::All),
@@ -319,13 +327,17 @@ fn edge(a: usize, b: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>, bool)> {
     (rule, edge_costs(), any::<u64>()).prop_map(move |(r, c, seed)| edge_table(a, b, r, c, seed)).boxed()
 }
 
-fn assemble(sizes: Vec<usize>, with_layer: fn(usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>)>, with_edge: fn(usize, usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>, bool)>) -> BoxedStrategy<DenseProblem> {
+fn assemble(
+    sizes: Vec<usize>,
+    with_layer: fn(usize) -> BoxedStrategy<LayerTable>,
+    with_edge: fn(usize, usize) -> BoxedStrategy<EdgeTable>,
+) -> BoxedStrategy<DenseProblem> {
     let layers: Vec<_> = sizes.iter().map(|&s| with_layer(s)).collect();
     let edges: Vec<_> = sizes.windows(2).map(|w| with_edge(w[0], w[1])).collect();
     (layers, edges).prop_map(|(l, e)| DenseProblem::from_parts(l, e)).boxed()
 }
 
-fn any_layer(size: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>)> {
+fn any_layer(size: usize) -> BoxedStrategy<LayerTable> {
     (layer_costs(size), layer_allowed(size)).boxed()
 }
 
@@ -336,11 +348,11 @@ pub fn chains(layers: RangeInclusive<usize>, states: RangeInclusive<usize>) -> B
     prop::collection::vec(states, layers).prop_flat_map(|sizes| assemble(sizes, any_layer, edge)).boxed()
 }
 
-fn full_layer(size: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>)> {
+fn full_layer(size: usize) -> BoxedStrategy<LayerTable> {
     (prop::collection::vec(0.0f32..1000.0, size), Just(vec![true; size])).boxed()
 }
 
-fn dense_edge(a: usize, b: usize) -> BoxedStrategy<(Vec<f32>, Vec<bool>, bool)> {
+fn dense_edge(a: usize, b: usize) -> BoxedStrategy<EdgeTable> {
     let rule = prop_oneof![Just(EdgeRule::All), Just(EdgeRule::Sparse(0.5))];
     (rule, any::<u64>()).prop_map(move |(r, seed)| edge_table(a, b, r, EdgeCosts::Real, seed)).boxed()
 }
