@@ -13,6 +13,11 @@ pub const BASE_REGISTERS_PER_THREAD: u32 = 32;
 /// Most registers one thread may hold.
 pub const MAX_REGISTERS_PER_THREAD: u32 = 255;
 
+/// Elements of padding after each shared-memory row of the pipelined
+/// matmul's operand tiles (16 bytes of fp16), which keeps `ldmatrix` free
+/// of bank conflicts; `kernels/matmul.cu` pads the same.
+pub const SMEM_ROW_PAD: u32 = 8;
+
 /// Resources of one block of `state` running `op`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -43,7 +48,8 @@ pub fn usage(op: &Op, state: &State) -> Usage {
             // thread), B is 8 columns x 16 k (2 registers) per mma tile.
             let acc = bm * bn / threads;
             let frags = (bm / wm).div_ceil(16) * 4 + (bn / wn).div_ceil(8) * 2;
-            (stages * (bm * bk + bk * bn) * e, acc + frags + BASE_REGISTERS_PER_THREAD)
+            let per_stage = bm * (bk + SMEM_ROW_PAD) + bk * (bn + SMEM_ROW_PAD);
+            (stages * per_stage * e, acc + frags + BASE_REGISTERS_PER_THREAD)
         }
         (Op::Softmax { .. }, Placement::Sram) => (bm * bn * e, BASE_REGISTERS_PER_THREAD),
         (Op::Softmax { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),

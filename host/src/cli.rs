@@ -25,7 +25,77 @@ pub enum Command {
     /// pipeline depth, placement and layout of least predicted cost.
     #[command(after_long_help = schedule_help())]
     Schedule(ScheduleArgs),
+    /// Time every configuration of the CUDA kernels on every workload on a
+    /// GPU, each checked against a reference first; records are written as
+    /// they are measured, and a rerun resumes where a run stopped.
+    #[command(after_long_help = PROFILE_HELP)]
+    Profile(ProfileArgs),
 }
+
+/// Options of `hwwfc profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+
+    /// The workloads file (JSON; format below).
+    #[arg(long, value_name = "FILE")]
+    pub workloads: PathBuf,
+
+    /// Output folder: records.jsonl and meta.json.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Spec whose rates describe the GPU (default: the built-in spec named
+    /// in the device's name, such as h200); its limits are read from the
+    /// device.
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+
+    /// Label written into every record (default: the output folder's name).
+    #[arg(long)]
+    pub label: Option<String>,
+
+    /// Untimed runs before the timed ones.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+
+    /// Fewest timed runs per configuration.
+    #[arg(long, default_value_t = 5)]
+    pub min_repeats: u32,
+
+    /// Most timed runs per configuration.
+    #[arg(long, default_value_t = 25)]
+    pub max_repeats: u32,
+
+    /// Timed runs stop growing once they add up to this many milliseconds.
+    #[arg(long, default_value_t = 40.0)]
+    pub target_ms: f32,
+
+    /// No line per workload (the progress bar stays).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+const PROFILE_HELP: &str = "\
+The workloads file is a JSON list of objects:
+  {\"name\": \"mm_llama_4096\", \"kind\": \"matmul\", \"m\": 4096, \"n\": 4096, \"k\": 4096}
+  {\"name\": \"scores\", \"kind\": \"matmul\", \"m\": 1024, \"n\": 1024, \"k\": 64, \"batch\": 12}
+  {\"name\": \"sm_attn\", \"kind\": \"softmax\", \"rows\": 512, \"cols\": 512}
+  {\"name\": \"t\", \"kind\": \"transpose\", \"rows\": 1024, \"cols\": 768}
+  {\"name\": \"copy\", \"kind\": \"copy\", \"bytes\": 1073741824}
+Matmuls are fp16 with fp32 accumulation (checked against cuBLAS, relative
+error under 1e-2; cuBLAS is timed too), softmaxes fp32 (checked against an
+fp64 reference, largest absolute difference under 1e-5). Every output is
+poisoned before its checked run; a configuration that fails to compile,
+launch or pass is recorded as failed, with the reason, and never timed.
+Timing: CUDA events, warm-up, then repeats, each after a 256 MB write that
+evicts the L2, with input sets rotated; the record holds the median, min,
+max and spread (interquartile range over the median).
+
+Without a GPU or a CUDA driver the command says so and exits non-zero.
+NVRTC (libnvrtc.so) must be on the library path.";
 
 /// Which solvers `schedule` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -3,13 +3,15 @@
 //! ```text
 //! main.rs            argument parsing and dispatch
 //! cli.rs             the subcommands and their options
-//! commands/          one module per subcommand (schedule; profile, calibrate, ... to come)
+//! commands/          one module per subcommand (schedule, profile; calibrate, ... to come)
 //! input/             spec, model and coefficient files, and the built-ins
 //! solve.rs           building the problem and running the solvers, timed
 //! timing.rs          median-of-repeats timing
 //! describe.rs        short text forms of layers and states
 //! output/            the table, the JSON report, the problem dump
 //! atomic_write.rs    files written via a temporary file and a rename
+//! gpu/               the CUDA device, NVRTC compilation, event timing (cudarc)
+//! profile/           workloads, configurations, records, the measuring loop
 //! ```
 //!
 //! Every failure is one line on stderr starting with `error:` and a
@@ -21,8 +23,10 @@ mod atomic_write;
 mod cli;
 mod commands;
 mod describe;
+mod gpu;
 mod input;
 mod output;
+mod profile;
 mod solve;
 mod timing;
 
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match &cli.command {
         cli::Command::Schedule(args) => commands::schedule::run(args),
+        cli::Command::Profile(args) => commands::profile::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

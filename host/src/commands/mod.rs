@@ -1,8 +1,10 @@
 //! One module per subcommand; each exposes `run(&Args) -> Result<()>`.
 //!
 //! - [`schedule`]: schedule a model on a spec (WFC and the exact DP).
+//! - [`profile`]: time the CUDA kernels' configurations on a GPU.
 //!
 //! Commands to come (`profile` on a GPU, `calibrate`, `report`, `tune`)
 //! get a module here and a variant of [`crate::cli::Command`].
 
+pub mod profile;
 pub mod schedule;

@@ -8,6 +8,6 @@ pub mod device;
 pub mod source;
 pub mod timer;
 
-pub use device::{DeviceInfo, Gpu, GpuError};
+pub use device::{DeviceInfo, Gpu};
 pub use source::{KernelSource, Program};
 pub use timer::{Timing, TimingPolicy};

@@ -59,7 +59,7 @@ pub fn read(path: &Path) -> Result<MetaFile> {
 }
 
 fn write(path: &Path, meta: &MetaFile) -> Result<()> {
-    crate::fsutil::write_atomic(path, serde_json::to_string_pretty(meta)?.as_bytes())
+    crate::atomic_write::write(path, serde_json::to_string_pretty(meta)?.as_bytes())
 }
 
 /// Appends an entry for a starting run; returns its index.

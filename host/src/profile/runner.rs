@@ -37,9 +37,9 @@ pub struct Options {
     pub workloads: Vec<Workload>,
     /// Output folder (records.jsonl and meta.json).
     pub out: PathBuf,
-    /// The spec whose rates describe the device; its limits are replaced
-    /// by the device's own.
-    pub spec: HardwareSpec,
+    /// Picks the spec whose rates describe the device (its limits are
+    /// replaced by the device's own).
+    pub spec_for: Box<dyn Fn(&crate::gpu::DeviceInfo) -> Result<HardwareSpec>>,
     /// Label written into every record.
     pub run_label: String,
     /// Warm-up and repeats.
@@ -103,7 +103,7 @@ fn is_sticky(e: &DriverError) -> bool {
 pub fn run(opts: &Options) -> Result<Summary> {
     let started = Instant::now();
     let gpu = Gpu::open(opts.gpu)?;
-    let spec = config::device_limits(&opts.spec, &gpu.info);
+    let spec = config::device_limits(&(opts.spec_for)(&gpu.info)?, &gpu.info);
     std::fs::create_dir_all(&opts.out).with_context(|| format!("{}: cannot create", opts.out.display()))?;
     let mut log = RecordLog::open(&opts.out.join("records.jsonl"))?;
     let mut summary = Summary { resumed: log.resumed, repaired_bytes: log.repaired_bytes, ..Summary::default() };
@@ -516,7 +516,8 @@ impl RunCtx<'_> {
             return Ok(rec);
         }
         let cfg = LaunchConfig {
-            grid_dim: (n.div_ceil(c.tile_n as u32), m.div_ceil(c.tile_m as u32), batch),
+            // One-dimensional grid of tiles in grouped order; y is the batch.
+            grid_dim: (n.div_ceil(c.tile_n as u32) * m.div_ceil(c.tile_m as u32), batch, 1),
             block_dim: (c.threads(), 1, 1),
             shared_mem_bytes: smem,
         };

@@ -92,16 +92,6 @@ impl Workload {
         }
     }
 
-    /// Lower-case kind, as in the file.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Workload::MatMul { .. } => "matmul",
-            Workload::Softmax { .. } => "softmax",
-            Workload::Transpose { .. } => "transpose",
-            Workload::Copy { .. } => "copy",
-        }
-    }
-
     /// A short shape description, such as `4096x4096x4096` or `12x1024x1024x64`.
     pub fn shape(&self) -> String {
         match *self {

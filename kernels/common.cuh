@@ -1,0 +1,27 @@
+// Shared helpers of the HW-WFC kernels. The kernels are compiled at run
+// time by NVRTC with no CUDA headers: fp16 values are stored as 16-bit
+// integers and converted with PTX, and the asynchronous copies, matrix
+// loads and tensor-core products are written as inline PTX (sm_80+).
+#pragma once
+
+typedef unsigned short half_t;
+
+__device__ __forceinline__ float h2f(half_t h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ half_t f2h(float f) {
+    half_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    unsigned a;
+    asm volatile("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+#define NEG_INF __int_as_float(0xff800000)
