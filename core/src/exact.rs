@@ -7,6 +7,7 @@
 
 use crate::domain::Domain;
 use crate::problem::Problem;
+use crate::propagate;
 use crate::solution::{precheck, Solution, SolveError};
 use crate::state::StateIndex;
 
@@ -67,7 +68,9 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(p: &P) -> Result<(So
     }
     let (mut s, cost) = argmin(&best, &prev_domain);
     if !cost.is_finite() {
-        return Err(if cost.is_nan() {
+        // No finite total: either no schedule at all, or every schedule's
+        // total is non-finite (a NaN or infinite transition, or overflow).
+        return Err(if reachable(p, n) {
             SolveError::NonFiniteCost { layer: n - 1 }
         } else {
             SolveError::Infeasible { layer: n - 1 }
@@ -86,6 +89,24 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(p: &P) -> Result<(So
         }
     }
     Ok((Solution { states, cost }, stats))
+}
+
+/// Whether some assignment satisfies the adjacency rule, costs aside.
+fn reachable<P: Problem<W>, const W: usize>(p: &P, n: usize) -> bool {
+    let mut reached = p.domain(0);
+    for i in 1..n {
+        let domain = p.domain(i);
+        reached = if p.edge_is_free(i - 1) {
+            if reached.is_empty() {
+                Domain::EMPTY
+            } else {
+                domain
+            }
+        } else {
+            propagate::supported_successors(p, i - 1, &reached, &domain)
+        };
+    }
+    !reached.is_empty()
 }
 
 fn get<const W: usize>(t: &[[f32; 64]; W], s: StateIndex) -> f32 {

@@ -10,6 +10,8 @@ use crate::state::StateIndex;
 /// The optimal schedule found by enumerating every combination, refusing
 /// problems with more than `limit` combinations. Ties go to the
 /// lexicographically first combination.
+/// Combinations whose total is not finite are skipped; if every feasible
+/// one is such, the error is [`SolveError::NonFiniteCost`].
 pub fn solve<P: Problem<W>, const L: usize, const W: usize>(p: &P, limit: u64) -> Result<Solution<L>, SolveError> {
     let n = precheck::<P, L, W>(p)?;
     let mut total: u64 = 1;
@@ -25,9 +27,13 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(p: &P, limit: u64) -
         current.push(first).map_err(|_| SolveError::TooManyLayers { capacity: L })?;
     }
     let mut best: Option<Solution<L>> = None;
+    // Whether some assignment is feasible but has a non-finite total.
+    let mut non_finite = false;
     loop {
         if let Some(cost) = evaluate(p, &current) {
-            if best.as_ref().is_none_or(|b| cost < b.cost) {
+            if !cost.is_finite() {
+                non_finite = true;
+            } else if best.as_ref().is_none_or(|b| cost < b.cost) {
                 best = Some(Solution { states: current.clone(), cost });
             }
         }
@@ -35,7 +41,11 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(p: &P, limit: u64) -
         let mut i = n;
         loop {
             if i == 0 {
-                return best.ok_or(SolveError::Infeasible { layer: 0 });
+                return best.ok_or(if non_finite {
+                    SolveError::NonFiniteCost { layer: n - 1 }
+                } else {
+                    SolveError::Infeasible { layer: 0 }
+                });
             }
             i -= 1;
             let d = p.domain(i);

@@ -111,6 +111,9 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(
         states.push(st).map_err(|_| SolveError::TooManyLayers { capacity: L })?;
     }
     let cost = evaluate(p, &states).ok_or(SolveError::Infeasible { layer: 0 })?;
+    if !cost.is_finite() {
+        return Err(SolveError::NonFiniteCost { layer: n - 1 });
+    }
     let mut stats = s.stats;
     stats.propagations = s.revisions.revisions;
     stats.removed = s.revisions.removed;

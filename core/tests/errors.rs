@@ -549,6 +549,50 @@ fn non_finite_costs_are_refused() {
 }
 
 #[test]
+fn overflowing_totals_are_typed_errors() {
+    // Every unary cost is finite, but any schedule's total overflows f32:
+    // the problem is feasible, and no solver may call it infeasible or
+    // return an infinite cost.
+    let mut p = DenseProblem::new(&[2, 2]);
+    for l in 0..2 {
+        for s in 0..2 {
+            p.set_unary(l, s, f32::MAX);
+        }
+    }
+    assert_eq!(exact::solve::<_, 8, 1>(&p).unwrap_err(), SolveError::NonFiniteCost { layer: 1 });
+    assert_eq!(wfc::solve::<_, 8, 1>(&p, &Default::default()).unwrap_err(), SolveError::NonFiniteCost { layer: 1 });
+    assert_eq!(exhaustive::solve::<_, 8, 1>(&p, 100).unwrap_err(), SolveError::NonFiniteCost { layer: 1 });
+}
+
+#[test]
+fn non_finite_transitions_never_reach_a_schedule() {
+    for bad in [f32::NAN, f32::INFINITY] {
+        // The only compatible pair costs NaN (or infinity).
+        let mut p = DenseProblem::new(&[2, 2]);
+        p.forbid_all(0);
+        p.set_compatible(0, 1, 0, true);
+        p.set_transition(0, 1, 0, bad);
+        assert_eq!(exact::solve::<_, 8, 1>(&p).unwrap_err(), SolveError::NonFiniteCost { layer: 1 });
+        assert_eq!(wfc::solve::<_, 8, 1>(&p, &Default::default()).unwrap_err(), SolveError::NonFiniteCost { layer: 1 });
+        assert_eq!(exhaustive::solve::<_, 8, 1>(&p, 100).unwrap_err(), SolveError::NonFiniteCost { layer: 1 });
+
+        // The lexicographically first schedule costs NaN, another costs 1:
+        // the optimum over finite schedules is 1.
+        let mut p = DenseProblem::new(&[2, 2]);
+        p.set_transition(0, 0, 0, bad);
+        p.set_transition(0, 0, 1, bad);
+        p.set_transition(0, 1, 0, bad);
+        p.set_transition(0, 1, 1, 1.0);
+        assert_eq!(exact::solve::<_, 8, 1>(&p).unwrap().0.cost, 1.0);
+        assert_eq!(exhaustive::solve::<_, 8, 1>(&p, 100).unwrap().cost, 1.0);
+        match wfc::solve::<_, 8, 1>(&p, &Default::default()) {
+            Ok((w, _)) => assert!(w.cost.is_finite(), "{w:?}"),
+            Err(e) => assert_eq!(e, SolveError::NonFiniteCost { layer: 1 }),
+        }
+    }
+}
+
+#[test]
 fn every_error_has_a_message() {
     let build_errors = [
         BuildError::Spec(SpecError::EmptyName),
