@@ -1,5 +1,9 @@
 //! Cross-crate tests of HW-WFC live in `tests/tests/`; this library holds
-//! what they share.
+//! what they share, and what `cargo xtask qemu` uses to build and run the
+//! firmware ([`firmware`], [`elf`]).
+
+pub mod elf;
+pub mod firmware;
 
 /// Path of the repository root.
 pub fn repo_root() -> std::path::PathBuf {
