@@ -120,7 +120,9 @@ impl Op {
     /// Rejects zero dimensions and tensors whose byte count overflows `u32`.
     pub fn validate(&self) -> Result<(), ShapeError> {
         let e = self.dtype().bytes() as u64;
-        let fits = |elems: u64| elems.checked_mul(e).is_some_and(|b| b <= u32::MAX as u64);
+        // Every product checked: a shape near u32::MAX must not wrap.
+        let fits =
+            |dims: &[u64]| dims.iter().try_fold(e, |acc, &d| acc.checked_mul(d)).is_some_and(|b| b <= u32::MAX as u64);
         match *self {
             Op::MatMul { m, n, k, batch, .. } => {
                 for (v, name) in [(m, "m"), (n, "n"), (k, "k"), (batch, "batch")] {
@@ -129,7 +131,7 @@ impl Op {
                     }
                 }
                 let (m, n, k, b) = (m as u64, n as u64, k as u64, batch as u64);
-                if !(fits(b * m * k) && fits(b * k * n) && fits(b * m * n * 2)) {
+                if !(fits(&[b, m, k]) && fits(&[b, k, n]) && fits(&[b, m, n, 2])) {
                     return Err(ShapeError::TooLarge);
                 }
             }
@@ -140,7 +142,7 @@ impl Op {
                 if cols == 0 {
                     return Err(ShapeError::ZeroDimension("cols"));
                 }
-                if !fits(rows as u64 * cols as u64) {
+                if !fits(&[rows as u64, cols as u64]) {
                     return Err(ShapeError::TooLarge);
                 }
             }

@@ -160,6 +160,7 @@ pub struct ScheduleProblem<const L: usize, const W: usize> {
     layers: heapless::Vec<LayerPlan<W>, L>,
     rewrite: heapless::Vec<f32, L>,
     adjacency: heapless::Vec<bool, L>,
+    free: heapless::Vec<bool, L>,
 }
 
 impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
@@ -187,8 +188,12 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
             let dram = b.domain.iter().any(|s| b.state(s).is_some_and(|s| s.placement == Placement::Dram));
             adjacency.push(tiled && dram).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
         }
-        let mut problem = ScheduleProblem { layers, rewrite, adjacency };
+        let mut problem = ScheduleProblem { layers, rewrite, adjacency, free: heapless::Vec::new() };
         problem.enforce_adjacency()?;
+        for edge in 0..problem.layers.len().saturating_sub(1) {
+            let free = problem.compute_free(edge);
+            problem.free.push(free).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+        }
         Ok(problem)
     }
 
@@ -329,7 +334,13 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
     }
 
     fn edge_is_free(&self, edge: usize) -> bool {
-        // Free when no surviving pair needs a rewrite and none is forbidden.
+        self.free.get(edge).copied().unwrap_or(false)
+    }
+}
+
+impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
+    /// Free when no surviving pair needs a rewrite and none is forbidden.
+    fn compute_free(&self, edge: usize) -> bool {
         if self.adjacency.get(edge).copied().unwrap_or(true) {
             return false;
         }

@@ -124,6 +124,8 @@ impl SpecField {
 pub enum SpecError {
     /// The field must be greater than zero (and finite).
     NotPositive(SpecField),
+    /// The field must be zero or more (and finite).
+    Negative(SpecField),
     /// The field must be a power of two.
     NotPowerOfTwo(SpecField),
     /// The field may not exceed the other field.
@@ -137,6 +139,9 @@ impl fmt::Display for SpecError {
         match self {
             SpecError::NotPositive(field) => {
                 write!(f, "`{}` must be a positive, finite number", field.name())
+            }
+            SpecError::Negative(field) => {
+                write!(f, "`{}` must be a finite number, zero or more", field.name())
             }
             SpecError::NotPowerOfTwo(field) => {
                 write!(f, "`{}` must be a power of two", field.name())
@@ -186,7 +191,7 @@ impl HardwareSpec {
         positive_u32(self.sm_count, F::SmCount)?;
         positive_u32(self.l2_bytes, F::L2Bytes)?;
         if !(self.launch_overhead_us.is_finite() && self.launch_overhead_us >= 0.0) {
-            return Err(SpecError::NotPositive(F::LaunchOverheadUs));
+            return Err(SpecError::Negative(F::LaunchOverheadUs));
         }
         positive_u32(self.max_threads_per_block, F::MaxThreadsPerBlock)?;
         positive_u32(self.max_threads_per_sm, F::MaxThreadsPerSm)?;

@@ -231,19 +231,20 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
     /// Cost into neighbour `nb` across `edge` for state `s` of the layer
     /// being collapsed (`s` is the edge's consumer when `s_is_to`).
     fn neighbour_score(&self, nb: usize, edge: usize, s: StateIndex, s_is_to: bool) -> f32 {
-        let d = self.domains.get(nb).copied().unwrap_or(Domain::EMPTY);
         let collapsed = self.collapsed.get(nb).copied().unwrap_or(false);
-        if !collapsed && !self.config.lookahead {
+        if (!collapsed && !self.config.lookahead) || self.p.edge_is_free(edge) {
+            // A free edge costs nothing and forbids nothing: the term would
+            // be the same for every candidate.
             return 0.0;
         }
-        let free = self.p.edge_is_free(edge);
+        let d = self.domains.get(nb).copied().unwrap_or(Domain::EMPTY);
         let mut min = f32::INFINITY;
         for t in &d {
             let (a, b) = if s_is_to { (t, s) } else { (s, t) };
-            if !free && !self.p.compatible(edge, a, b) {
+            if !self.p.compatible(edge, a, b) {
                 continue;
             }
-            let mut c = if free { 0.0 } else { self.p.transition(edge, a, b) };
+            let mut c = self.p.transition(edge, a, b);
             if !collapsed {
                 c += self.p.unary(nb, t);
             }

@@ -202,7 +202,7 @@ fn assert_spec_error(spec: &HardwareSpec, expected: SpecError) {
     assert_eq!(build(&attention(), spec).unwrap_err(), BuildError::Spec(expected));
     // The message names the field.
     let text = expected.to_string();
-    if let SpecError::NotPositive(f) | SpecError::NotPowerOfTwo(f) = expected {
+    if let SpecError::NotPositive(f) | SpecError::NotPowerOfTwo(f) | SpecError::Negative(f) = expected {
         assert!(text.contains(f.name()), "{text}");
     }
 }
@@ -233,7 +233,12 @@ fn spec_negative_nan_and_infinite_fields_are_named() {
         for bad in [-1.0, -f32::MIN_POSITIVE, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
             let mut spec = presets::stress_gpu();
             assert!(set_f32(&mut spec, field, bad));
-            assert_spec_error(&spec, SpecError::NotPositive(field));
+            let expected = if field == SpecField::LaunchOverheadUs {
+                SpecError::Negative(field)
+            } else {
+                SpecError::NotPositive(field)
+            };
+            assert_spec_error(&spec, expected);
         }
     }
 }
@@ -336,12 +341,9 @@ fn u32_overflowing_shapes_are_refused() {
     );
 }
 
-/// `Op::validate` multiplies three or four `u32` dimensions in `u64`,
-/// which overflows: a debug build panics, and a release build wraps, so
-/// `2^22` in every dimension (each product a multiple of `2^64`) passes as
-/// a valid shape. Enable once the products are checked.
+/// Shapes whose byte counts overflow `u64` (each product a multiple of
+/// `2^64`) are refused, not wrapped.
 #[test]
-#[ignore = "Op::validate overflows u64 on huge shapes (core/src/layer.rs)"]
 fn u64_overflowing_shapes_are_refused() {
     assert_eq!(mm(u32::MAX, u32::MAX, u32::MAX, u32::MAX).validate(), Err(ShapeError::TooLarge));
     assert_eq!(mm(1 << 22, 1 << 22, 1 << 22, 1 << 22).validate(), Err(ShapeError::TooLarge));

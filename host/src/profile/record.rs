@@ -104,8 +104,8 @@ fn parse_lines(path: &Path, text: &str) -> Result<Vec<Record>> {
         if line.trim().is_empty() {
             continue;
         }
-        let rec: Record = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: malformed record", path.display(), i + 1))?;
+        let rec: Record =
+            serde_json::from_str(line).with_context(|| format!("{}:{}: malformed record", path.display(), i + 1))?;
         out.push(rec);
     }
     Ok(out)
@@ -119,7 +119,10 @@ pub fn read_all(path: &Path) -> Result<Vec<Record>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
     if !text.is_empty() && !text.ends_with('\n') {
         let line = text.lines().count();
-        bail!("{}:{line}: truncated record (the run that wrote it was interrupted; rerun it to resume)", path.display());
+        bail!(
+            "{}:{line}: truncated record (the run that wrote it was interrupted; rerun it to resume)",
+            path.display()
+        );
     }
     parse_lines(path, &text)
 }

@@ -156,10 +156,8 @@ pub fn run(opts: &Options) -> Result<Summary> {
 
     let bar = indicatif::ProgressBar::new(total as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta_precise} {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta_precise} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut ctx = RunCtx { gpu: &gpu, kernels: &kernels, blas: &blas, flush: &mut flush, opts, bar: &bar };
     for (wi, tasks) in &plan {
@@ -319,7 +317,8 @@ impl RunCtx<'_> {
         let n = buf.len() as u64;
         let cfg = LaunchConfig { grid_dim: (grid_for(buf.len()), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: fill_random_f16(half_t*, u64, u32, float) writes n elements of buf.
-        unsafe { self.gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }.map_err(drv)?;
+        unsafe { self.gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }
+            .map_err(drv)?;
         Ok(())
     }
 
@@ -328,7 +327,8 @@ impl RunCtx<'_> {
         let n = buf.len() as u64;
         let cfg = LaunchConfig { grid_dim: (grid_for(buf.len()), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         // SAFETY: fill_random_f32(float*, u64, u32, float) writes n elements of buf.
-        unsafe { self.gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }.map_err(drv)?;
+        unsafe { self.gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }
+            .map_err(drv)?;
         Ok(())
     }
 
@@ -363,7 +363,11 @@ impl RunCtx<'_> {
             return Ok(Err(format!("{} outputs unwritten or not finite", v[2] as u64)));
         }
         let rel = (v[0] / v[1].max(f64::MIN_POSITIVE)).sqrt();
-        Ok(if rel < MATMUL_TOLERANCE { Ok(rel) } else { Err(format!("relative error {rel:.3e} >= {MATMUL_TOLERANCE:e}")) })
+        Ok(if rel < MATMUL_TOLERANCE {
+            Ok(rel)
+        } else {
+            Err(format!("relative error {rel:.3e} >= {MATMUL_TOLERANCE:e}"))
+        })
     }
 
     /// Largest absolute difference of a softmax output, or why it is
@@ -415,7 +419,10 @@ impl RunCtx<'_> {
                 w.shape(),
                 records.len(),
                 failed,
-                best.map_or("-".into(), |(t, r)| format!("{t:.2} us{}", r.tflops.map_or(String::new(), |f| format!(" {f:.0}TF")))),
+                best.map_or("-".into(), |(t, r)| format!(
+                    "{t:.2} us{}",
+                    r.tflops.map_or(String::new(), |f| format!(" {f:.0}TF"))
+                )),
                 cublas.map_or("-".into(), |t| format!("{:.2} us", t.median_us)),
                 t0.elapsed().as_secs_f64()
             );
@@ -441,7 +448,11 @@ impl RunCtx<'_> {
             self.fill_f16(&mut b, SEED.wrapping_add(2 * s as u32 + 1), 1.0)?;
             inputs.push((a, b));
         }
-        let mut buf = Buffers { inputs, out: stream.alloc_zeros::<u16>(c_len).map_err(drv)?, reference: stream.alloc_zeros::<u16>(c_len).map_err(drv)? };
+        let mut buf = Buffers {
+            inputs,
+            out: stream.alloc_zeros::<u16>(c_len).map_err(drv)?,
+            reference: stream.alloc_zeros::<u16>(c_len).map_err(drv)?,
+        };
         // The reference: cuBLAS on the first set, itself checked on a sample
         // against fp64 on the CPU.
         {
@@ -463,7 +474,10 @@ impl RunCtx<'_> {
             let sticky = rec.reason.as_deref().is_some_and(|r| r.starts_with("fatal:"));
             records.push(rec);
             if sticky {
-                return Err(anyhow!("the GPU context is lost ({}); the records so far are saved", records.last().and_then(|r| r.reason.clone()).unwrap_or_default()));
+                return Err(anyhow!(
+                    "the GPU context is lost ({}); the records so far are saved",
+                    records.last().and_then(|r| r.reason.clone()).unwrap_or_default()
+                ));
             }
         }
         Ok(records)
@@ -488,14 +502,21 @@ impl RunCtx<'_> {
         let (inputs, out) = (&buf.inputs, &mut buf.out);
         let mut launch = |i: usize| -> Result<(), DriverError> {
             let (a, b) = &inputs[i % sets];
-            cublas_matmul(blas, dims, a, b, out).map_err(|_| DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_LAUNCH_FAILED))
+            cublas_matmul(blas, dims, a, b, out)
+                .map_err(|_| DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_LAUNCH_FAILED))
         };
         let first = self.time_once(&mut launch).map_err(drv)?;
         let timing = timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch).map_err(drv)?;
         Ok(self.finish_ok(w, rec, timing))
     }
 
-    fn time_matmul(&mut self, w: &Workload, c: Config, [m, n, k, batch]: [u32; 4], buf: &mut Buffers<u16, u16>) -> Result<Record> {
+    fn time_matmul(
+        &mut self,
+        w: &Workload,
+        c: Config,
+        [m, n, k, batch]: [u32; 4],
+        buf: &mut Buffers<u16, u16>,
+    ) -> Result<Record> {
         let op = w.op().ok_or_else(|| anyhow!("not a matmul"))?;
         let mut rec = self.base_record(w, Source::Kernel, Some(c));
         let program = c.program(OpKind::MatMul);
@@ -511,7 +532,9 @@ impl RunCtx<'_> {
         rec.smem_bytes = Some(smem);
         rec.registers = f.num_regs().ok();
         rec.local_bytes = f.local_size_bytes().ok();
-        if let Err(e) = f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32) {
+        if let Err(e) =
+            f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
+        {
             rec.reason = Some(format!("cannot set {smem} bytes of shared memory: {e:?}"));
             return Ok(rec);
         }
@@ -529,7 +552,9 @@ impl RunCtx<'_> {
             self.poison_f16(&mut buf.out)?;
             let (a, b) = &buf.inputs[0];
             // SAFETY: matmul(const half_t*, const half_t*, half_t*, int, int, int) over these shapes.
-            unsafe { stream.launch_builder(&f).arg(a).arg(b).arg(&mut buf.out).arg(&mi).arg(&ni).arg(&ki).launch(cfg) }?;
+            unsafe {
+                stream.launch_builder(&f).arg(a).arg(b).arg(&mut buf.out).arg(&mi).arg(&ni).arg(&ki).launch(cfg)
+            }?;
             stream.synchronize()?;
             self.check_f16(&buf.out, &buf.reference)
         })();
@@ -548,9 +573,12 @@ impl RunCtx<'_> {
         let mut launch = |i: usize| -> Result<(), DriverError> {
             let (a, b) = &inputs[i % sets];
             // SAFETY: as above.
-            unsafe { stream.launch_builder(&f).arg(a).arg(b).arg(&mut *out).arg(&mi).arg(&ni).arg(&ki).launch(cfg) }.map(|_| ())
+            unsafe { stream.launch_builder(&f).arg(a).arg(b).arg(&mut *out).arg(&mi).arg(&ni).arg(&ki).launch(cfg) }
+                .map(|_| ())
         };
-        let timed = self.time_once(&mut launch).and_then(|first| timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch));
+        let timed = self
+            .time_once(&mut launch)
+            .and_then(|first| timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch));
         match timed {
             Ok(t) => Ok(self.finish_ok(w, rec, t)),
             Err(e) => {
@@ -581,7 +609,8 @@ impl RunCtx<'_> {
             let cfg = LaunchConfig { grid_dim: (rows.div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             let (r, c) = (rows as i32, cols as i32);
             // SAFETY: softmax_reference(const float*, float*, int, int), one warp per row.
-            unsafe { stream.launch_builder(&f).arg(&inputs[0]).arg(&mut reference).arg(&r).arg(&c).launch(cfg) }.map_err(drv)?;
+            unsafe { stream.launch_builder(&f).arg(&inputs[0]).arg(&mut reference).arg(&r).arg(&c).launch(cfg) }
+                .map_err(drv)?;
             stream.synchronize().map_err(drv)?;
         }
         let mut records = Vec::new();
@@ -624,9 +653,20 @@ impl RunCtx<'_> {
                     let (inputs, out) = (&inputs, &mut out);
                     let mut launch = |i: usize| -> Result<(), DriverError> {
                         // SAFETY: as above.
-                        unsafe { stream.launch_builder(&f).arg(&inputs[i % sets]).arg(&mut *out).arg(&ri).arg(&ci).launch(cfg) }.map(|_| ())
+                        unsafe {
+                            stream
+                                .launch_builder(&f)
+                                .arg(&inputs[i % sets])
+                                .arg(&mut *out)
+                                .arg(&ri)
+                                .arg(&ci)
+                                .launch(cfg)
+                        }
+                        .map(|_| ())
                     };
-                    let timed = self.time_once(&mut launch).and_then(|first| timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch));
+                    let timed = self
+                        .time_once(&mut launch)
+                        .and_then(|first| timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch));
                     match timed {
                         Ok(t) => rec = self.finish_ok(w, rec, t),
                         Err(e) => {
@@ -662,15 +702,21 @@ impl RunCtx<'_> {
         }
         let mut out: CudaSlice<u16> = stream.alloc_zeros(len).map_err(drv)?;
         let f = self.kernels.transpose.clone();
-        let cfg = LaunchConfig { grid_dim: (cols.div_ceil(32), rows.div_ceil(32), 1), block_dim: (32, 8, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (cols.div_ceil(32), rows.div_ceil(32), 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        };
         let (ri, ci) = (rows as i32, cols as i32);
         self.poison_f16(&mut out).map_err(drv)?;
         // SAFETY: transpose(const half_t*, half_t*, int, int).
-        unsafe { stream.launch_builder(&f).arg(&inputs[0]).arg(&mut out).arg(&ri).arg(&ci).launch(cfg) }.map_err(drv)?;
+        unsafe { stream.launch_builder(&f).arg(&inputs[0]).arg(&mut out).arg(&ri).arg(&ci).launch(cfg) }
+            .map_err(drv)?;
         let x = stream.clone_dtoh(&inputs[0]).map_err(drv)?;
         let y = stream.clone_dtoh(&out).map_err(drv)?;
         let (r, c) = (rows as usize, cols as usize);
-        let wrong = (0..r).flat_map(|i| (0..c).map(move |j| (i, j))).filter(|&(i, j)| y[j * r + i] != x[i * c + j]).count();
+        let wrong =
+            (0..r).flat_map(|i| (0..c).map(move |j| (i, j))).filter(|&(i, j)| y[j * r + i] != x[i * c + j]).count();
         if wrong > 0 {
             rec.reason = Some(format!("{wrong} elements wrong"));
             self.bar.inc(1);
@@ -681,7 +727,8 @@ impl RunCtx<'_> {
         let (inputs, out) = (&inputs, &mut out);
         let mut launch = |i: usize| -> Result<(), DriverError> {
             // SAFETY: as above.
-            unsafe { stream.launch_builder(&f).arg(&inputs[i % sets]).arg(&mut *out).arg(&ri).arg(&ci).launch(cfg) }.map(|_| ())
+            unsafe { stream.launch_builder(&f).arg(&inputs[i % sets]).arg(&mut *out).arg(&ri).arg(&ci).launch(cfg) }
+                .map(|_| ())
         };
         let first = self.time_once(&mut launch).map_err(drv)?;
         let t = timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch).map_err(drv)?;
@@ -718,7 +765,13 @@ impl RunCtx<'_> {
 }
 
 /// `C = A * B` (row-major, fp16, fp32 accumulation) through cuBLAS.
-fn cublas_matmul(blas: &CudaBlas, [m, n, k, batch]: [u32; 4], a: &CudaSlice<u16>, b: &CudaSlice<u16>, c: &mut CudaSlice<u16>) -> Result<()> {
+fn cublas_matmul(
+    blas: &CudaBlas,
+    [m, n, k, batch]: [u32; 4],
+    a: &CudaSlice<u16>,
+    b: &CudaSlice<u16>,
+    c: &mut CudaSlice<u16>,
+) -> Result<()> {
     use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
     // SAFETY: u16 and half::f16 have the same layout.
     let (a, b) = unsafe { (a.transmute::<half::f16>(a.len()), b.transmute::<half::f16>(b.len())) };
@@ -759,7 +812,13 @@ fn cublas_matmul(blas: &CudaBlas, [m, n, k, batch]: [u32; 4], a: &CudaSlice<u16>
 
 /// Checks the cuBLAS reference on 64 sampled outputs against fp64 dot
 /// products on the CPU.
-fn verify_reference(stream: &Arc<cudarc::driver::CudaStream>, [m, n, k, batch]: [usize; 4], a: &CudaSlice<u16>, b: &CudaSlice<u16>, c: &CudaSlice<u16>) -> Result<()> {
+fn verify_reference(
+    stream: &Arc<cudarc::driver::CudaStream>,
+    [m, n, k, batch]: [usize; 4],
+    a: &CudaSlice<u16>,
+    b: &CudaSlice<u16>,
+    c: &CudaSlice<u16>,
+) -> Result<()> {
     let ha = stream.clone_dtoh(a).map_err(drv)?;
     let hb = stream.clone_dtoh(b).map_err(drv)?;
     let hc = stream.clone_dtoh(c).map_err(drv)?;
@@ -770,7 +829,8 @@ fn verify_reference(stream: &Arc<cudarc::driver::CudaStream>, [m, n, k, batch]: 
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        let (z, i, j) = ((state % batch as u64) as usize, ((state >> 20) % m as u64) as usize, ((state >> 40) % n as u64) as usize);
+        let (z, i, j) =
+            ((state % batch as u64) as usize, ((state >> 20) % m as u64) as usize, ((state >> 40) % n as u64) as usize);
         let exact: f64 = (0..k).map(|p| f(ha[z * m * k + i * k + p]) * f(hb[z * k * n + p * n + j])).sum();
         let got = f(hc[z * m * n + i * n + j]);
         err += (got - exact).powi(2);

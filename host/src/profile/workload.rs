@@ -222,7 +222,9 @@ pub fn parse(text: &str) -> Result<Vec<Workload>> {
                     bail!("workload `{}`: a tensor of this layer exceeds 4 GiB", w.name());
                 }
             }
-            (Workload::Copy { bytes, .. }, None) if *bytes == 0 => bail!("workload `{}`: bytes must be at least 1", w.name()),
+            (Workload::Copy { bytes, .. }, None) if *bytes == 0 => {
+                bail!("workload `{}`: bytes must be at least 1", w.name())
+            }
             _ => {}
         }
     }
@@ -245,10 +247,16 @@ mod tests {
     fn rejects_bad_workloads() {
         for (text, needle) in [
             (r#"[{"name":"a","kind":"matmul","m":0,"n":1,"k":1}]"#, "at least 1"),
-            (r#"[{"name":"a","kind":"matmul","m":-1,"n":1,"k":1}]"#, "workload 0: field `m`: invalid value: integer `-1`"),
+            (
+                r#"[{"name":"a","kind":"matmul","m":-1,"n":1,"k":1}]"#,
+                "workload 0: field `m`: invalid value: integer `-1`",
+            ),
             (r#"[{"name":"a","kind":"conv","m":1}]"#, "unknown kind `conv`"),
             (r#"[{"name":"a","kind":"softmax","rows":1,"cols":1,"x":2}]"#, "unknown field"),
-            (r#"[{"name":"a","kind":"softmax","rows":1,"cols":1},{"name":"a","kind":"softmax","rows":1,"cols":1}]"#, "twice"),
+            (
+                r#"[{"name":"a","kind":"softmax","rows":1,"cols":1},{"name":"a","kind":"softmax","rows":1,"cols":1}]"#,
+                "twice",
+            ),
             (r#"[{"name":"a","kind":"matmul","m":65536,"n":65536,"k":65536}]"#, "4 GiB"),
             ("[]", "no workloads"),
         ] {
