@@ -29,6 +29,9 @@ pub const SEED: u32 = 20260321;
 /// Bytes written between timed runs to evict the L2.
 pub const FLUSH_BYTES: usize = 256 << 20;
 
+/// Picks the spec of a device.
+pub type SpecFor = Box<dyn Fn(&crate::gpu::DeviceInfo) -> Result<HardwareSpec>>;
+
 /// What to profile and where.
 pub struct Options {
     /// CUDA device ordinal.
@@ -39,7 +42,7 @@ pub struct Options {
     pub out: PathBuf,
     /// Picks the spec whose rates describe the device (its limits are
     /// replaced by the device's own).
-    pub spec_for: Box<dyn Fn(&crate::gpu::DeviceInfo) -> Result<HardwareSpec>>,
+    pub spec_for: SpecFor,
     /// Label written into every record.
     pub run_label: String,
     /// Warm-up and repeats.
@@ -837,7 +840,7 @@ fn verify_reference(
         refsq += exact * exact;
     }
     let rel = (err / refsq.max(f64::MIN_POSITIVE)).sqrt();
-    if !(rel < MATMUL_TOLERANCE) {
+    if rel.is_nan() || rel >= MATMUL_TOLERANCE {
         bail!("the cuBLAS reference disagrees with fp64 on the CPU (relative error {rel:.3e}); not measuring");
     }
     Ok(())
