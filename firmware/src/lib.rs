@@ -93,12 +93,15 @@ unsafe fn DefaultHandler(irqn: i16) -> ! {
     exit(EXIT_UNEXPECTED_EXCEPTION)
 }
 
-/// Takes the core peripherals and starts the instruction counter. Call
-/// once, first thing.
+/// Takes the core peripherals, guards the stack's bottom and starts the
+/// instruction counter. Call once, first thing.
 pub fn init() {
-    stack::paint();
     match cortex_m::Peripherals::take() {
-        Some(p) => counter::start(p.SYST),
+        Some(p) => {
+            stack::guard(&p.MPU);
+            stack::paint();
+            counter::start(p.SYST);
+        }
         None => {
             defmt::error!("init: the core peripherals were taken already");
             exit(EXIT_FAILURE)
@@ -151,9 +154,21 @@ pub mod counter {
     }
 }
 
-/// Stack painting and the high-water mark.
+/// The stack guard, stack painting and the high-water mark.
+///
+/// The stack region (memory.x) sits at the bottom of RAM, below the
+/// statics, so that it cannot grow into them. Its lowest
+/// [`GUARD_BYTES`](stack::GUARD_BYTES) are an MPU region without access:
+/// an overflow faults there (and since the fault cannot stack its frame,
+/// the core locks up, which QEMU ends with a failure) instead of running
+/// on below RAM, where QEMU's board maps nothing and ignores the writes.
 pub mod stack {
     use core::ptr;
+    use cortex_m::peripheral::MPU;
+
+    /// Bytes at the bottom of the stack region that no access may touch: a
+    /// frame larger than this could still step over the guard.
+    pub const GUARD_BYTES: usize = 1024;
 
     /// The pattern of unused stack (cortex-m-rt's `paint-stack` uses the
     /// same).
@@ -165,21 +180,35 @@ pub mod stack {
         static _stack_start: u32;
     }
 
+    /// The lowest usable and the top address of the stack.
     fn bounds() -> (usize, usize) {
         // Only the addresses of the linker symbols are taken.
-        (ptr::addr_of!(_stack_end) as usize, ptr::addr_of!(_stack_start) as usize)
+        (ptr::addr_of!(_stack_end) as usize + GUARD_BYTES, ptr::addr_of!(_stack_start) as usize)
     }
 
-    /// Bytes of the stack region.
+    /// Makes the lowest [`GUARD_BYTES`] of the stack region inaccessible
+    /// (MPU region 0; the default memory map stays in force elsewhere).
+    pub fn guard(mpu: &MPU) {
+        let base = ptr::addr_of!(_stack_end) as u32;
+        // RASR: execute never, no access, size 2^(9+1) = 1 KiB, enabled.
+        const RASR: u32 = (1 << 28) | (9 << 1) | 1;
+        const _: () = assert!(GUARD_BYTES == 1 << 10);
+        // SAFETY: programs region 0 over the guard, then enables the MPU
+        // with the default map as background for privileged code.
+        unsafe {
+            mpu.rnr.write(0);
+            mpu.rbar.write(base & !(GUARD_BYTES as u32 - 1));
+            mpu.rasr.write(RASR);
+            mpu.ctrl.write(0b101);
+        }
+        cortex_m::asm::dsb();
+        cortex_m::asm::isb();
+    }
+
+    /// Usable bytes of the stack region (less the guard).
     pub fn size() -> usize {
         let (bottom, top) = bounds();
         top - bottom
-    }
-
-    /// Bytes of stack in use now (from its top to the stack pointer).
-    pub fn depth() -> usize {
-        let (_, top) = bounds();
-        top.saturating_sub(cortex_m::register::msp::read() as usize)
     }
 
     /// Paints the unused stack: everything below the current stack pointer
@@ -218,11 +247,10 @@ pub struct Measure {
     /// SysTick ticks (see [`counter::INSTRUCTIONS_PER_TICK`]).
     pub ticks: u32,
     /// Stack high-water mark during the run, in bytes from the stack's top
-    /// (the whole depth, with the callers' frames).
+    /// (the whole depth, with the callers' frames: with LTO the core's
+    /// functions are inlined into them, so no boundary between the two
+    /// could be measured).
     pub stack: u32,
-    /// Depth of the stack when the run started, in bytes from its top: the
-    /// run itself used `stack - base`.
-    pub base: u32,
 }
 
 static PEAK_STACK: AtomicU32 = AtomicU32::new(0);
@@ -236,7 +264,6 @@ pub fn peak_stack() -> usize {
 /// Runs `f`, counting its ticks and its deepest stack.
 #[inline(never)]
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measure) {
-    let base = stack::depth();
     stack::paint();
     let start = counter::ticks();
     let r = f();
@@ -244,7 +271,7 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measure) {
     let stack = stack::high_water() as u32;
     PEAK_STACK.fetch_max(stack, Ordering::Relaxed);
     let ticks = u32::try_from(end - start).unwrap_or(u32::MAX);
-    (r, Measure { ticks, stack, base: base as u32 })
+    (r, Measure { ticks, stack })
 }
 
 /// The records the host reads from the decoded log: one line each,
@@ -257,13 +284,12 @@ pub mod report {
     /// `encode-wfc`, `encode-exact`).
     pub fn phase(case: &Case, phase: &str, m: &Measure) {
         defmt::println!(
-            "hwwfc:phase model={=str} spec={=str} phase={=str} ticks={=u32} stack={=u32} base={=u32}",
+            "hwwfc:phase model={=str} spec={=str} phase={=str} ticks={=u32} stack={=u32}",
             case.model,
             case.spec,
             phase,
             m.ticks,
-            m.stack,
-            m.base
+            m.stack
         );
     }
 

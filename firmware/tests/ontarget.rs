@@ -74,7 +74,13 @@ mod tests {
         );
         let counted = ticks * INSTRUCTIONS_PER_TICK;
         let error = counted.abs_diff(instructions);
-        defmt::assert!(error <= instructions / 1000, "{=u32} ticks x 40 = {=u32} != {=u32}", ticks, counted, instructions);
+        defmt::assert!(
+            error <= instructions / 1000,
+            "{=u32} ticks x 40 = {=u32} != {=u32}",
+            ticks,
+            counted,
+            instructions
+        );
     }
 
     #[test]
@@ -135,14 +141,25 @@ mod tests {
                     match (&o.wfc, &o.exact) {
                         (Ok((w, _)), Ok((e, _))) => {
                             solved += 1;
-                            defmt::assert!(e.cost <= w.cost || close(e.cost, w.cost), "seed {=u32} on {=str}", seed, name);
+                            defmt::assert!(
+                                e.cost <= w.cost || close(e.cost, w.cost),
+                                "seed {=u32} on {=str}",
+                                seed,
+                                name
+                            );
                             defmt::assert_eq!(evaluate(&o.problem, &w.states), Some(w.cost));
                             let ev = evaluate(&o.problem, &e.states).unwrap();
                             defmt::assert!(close(ev, e.cost));
                             if o.problem.combinations() <= 20_000 {
                                 enumerated += 1;
                                 let x = exhaustive::solve::<_, LAYERS, WORDS>(&o.problem, 20_000).unwrap();
-                                defmt::assert!(close(x.cost, e.cost), "seed {=u32}: {=f32} vs {=f32}", seed, x.cost, e.cost);
+                                defmt::assert!(
+                                    close(x.cost, e.cost),
+                                    "seed {=u32}: {=f32} vs {=f32}",
+                                    seed,
+                                    x.cost,
+                                    e.cost
+                                );
                             }
                         }
                         (Err(a), Err(b)) => defmt::assert_eq!(a, b),

@@ -2,35 +2,57 @@
 //!
 //! - `cargo xtask test`: every check of the project, in order: formatting,
 //!   clippy with warnings denied, the workspace's tests, the core built for
-//!   a bare-metal Cortex-M4F (with and without `defmt`), and the core's
-//!   documentation with warnings denied. What a step needs and misses (a
-//!   rustup target) is installed first. A summary table ends the run; the
-//!   exit status is non-zero if any step failed.
+//!   a bare-metal Cortex-M4F (with and without `defmt`), the core's
+//!   documentation with warnings denied, and `cargo xtask qemu`. What a step
+//!   needs and misses (a rustup target, `qemu-system-arm`) is installed
+//!   first. A summary table ends the run; the exit status is non-zero if any
+//!   step failed.
+//! - `cargo xtask qemu`: the firmware (`firmware/`) formatted, linted for
+//!   the thumb target and built; its on-target tests and its benchmark
+//!   image run in `qemu-system-arm` (mps2-an386) with their defmt logs
+//!   decoded; then a table of the instructions per solve, the stack
+//!   high-water marks, flash and static RAM, against the targets.
 
+mod qemu;
+
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 /// The bare-metal target the core must build for.
 const EMBEDDED_TARGET: &str = "thumbv7em-none-eabihf";
 
-struct Step {
-    name: &'static str,
+/// One command of a task.
+pub struct Step {
+    name: String,
     program: String,
-    args: Vec<&'static str>,
+    args: Vec<String>,
     env: Vec<(&'static str, &'static str)>,
+    env_remove: Vec<&'static str>,
+    cwd: Option<PathBuf>,
 }
 
-fn step(name: &'static str, program: &str, args: &[&'static str]) -> Step {
-    Step { name, program: program.to_string(), args: args.to_vec(), env: Vec::new() }
+/// A step that runs `program` with `args` in the repository root.
+pub fn step(name: &str, program: &str, args: &[&str]) -> Step {
+    Step {
+        name: name.to_string(),
+        program: program.to_string(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        env: Vec::new(),
+        env_remove: Vec::new(),
+        cwd: None,
+    }
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("test") => test(),
+        Some("qemu") => qemu::qemu(),
         _ => {
-            eprintln!("usage: cargo xtask test");
-            eprintln!("  test   run every check of the project (fmt, clippy, tests, embedded build, docs)");
+            eprintln!("usage: cargo xtask test | qemu");
+            eprintln!("  test   run every check of the project (fmt, clippy, tests, embedded build, docs, qemu)");
+            eprintln!("  qemu   build the firmware, run its on-target tests in QEMU, print the on-target table");
             ExitCode::from(2)
         }
     }
@@ -41,58 +63,55 @@ fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
 }
 
-fn ensure_rustup_target(target: &str) -> Result<(), String> {
-    let out = Command::new("rustup").args(["target", "list", "--installed"]).output();
-    match out {
-        Ok(o) if String::from_utf8_lossy(&o.stdout).lines().any(|l| l.trim() == target) => Ok(()),
-        Ok(_) => {
-            println!("xtask: installing the rustup target {target}");
-            let status = Command::new("rustup").args(["target", "add", target]).status();
-            match status {
-                Ok(s) if s.success() => Ok(()),
-                _ => Err(format!("`rustup target add {target}` failed")),
-            }
-        }
-        Err(e) => Err(format!("rustup not found ({e}); install the target {target} by hand")),
-    }
-}
-
-fn run(steps: &[Step]) -> ExitCode {
+/// Runs the steps in order, stopping at the first failure; prints the
+/// summary table. Returns the results (name, ok, seconds).
+pub fn run_steps(steps: &[Step]) -> Vec<(String, bool, f64)> {
     let mut results = Vec::new();
     for s in steps {
         println!("\n=== xtask: {} ===", s.name);
         let start = Instant::now();
-        let status = Command::new(&s.program).args(&s.args).envs(s.env.iter().copied()).status();
-        let ok = matches!(status, Ok(st) if st.success());
-        results.push((s.name, ok, start.elapsed().as_secs_f64()));
+        let mut c = Command::new(&s.program);
+        c.args(&s.args).envs(s.env.iter().copied());
+        for var in &s.env_remove {
+            c.env_remove(var);
+        }
+        if let Some(dir) = &s.cwd {
+            c.current_dir(dir);
+        }
+        let ok = matches!(c.status(), Ok(st) if st.success());
+        results.push((s.name.clone(), ok, start.elapsed().as_secs_f64()));
         if !ok {
             break;
         }
     }
-    println!("\n{:<44} {:>8} {:>9}", "step", "result", "seconds");
-    for (name, ok, secs) in &results {
-        println!("{:<44} {:>8} {:>9.1}", name, if *ok { "ok" } else { "FAILED" }, secs);
+    results
+}
+
+/// Prints the summary of `results` against `steps`; true if all passed.
+pub fn summary(steps: &[Step], results: &[(String, bool, f64)]) -> bool {
+    println!("\n{:<48} {:>8} {:>9}", "step", "result", "seconds");
+    for (name, ok, secs) in results {
+        println!("{:<48} {:>8} {:>9.1}", name, if *ok { "ok" } else { "FAILED" }, secs);
     }
     for s in steps.iter().skip(results.len()) {
-        println!("{:<44} {:>8} {:>9}", s.name, "skipped", "-");
+        println!("{:<48} {:>8} {:>9}", s.name, "skipped", "-");
     }
-    if results.iter().all(|r| r.1) && results.len() == steps.len() {
-        println!("\nall checks passed");
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    results.iter().all(|r| r.1) && results.len() == steps.len()
 }
 
 fn test() -> ExitCode {
-    if let Err(e) = ensure_rustup_target(EMBEDDED_TARGET) {
+    if let Err(e) = hwwfc_tests::firmware::ensure_rustup_target(EMBEDDED_TARGET) {
         eprintln!("xtask: {e}");
         return ExitCode::FAILURE;
     }
     let cargo = &cargo();
     let mut steps = vec![
         step("cargo fmt --check", cargo, &["fmt", "--all", "--", "--check"]),
-        step("clippy (all targets, -D warnings)", cargo, &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+        step(
+            "clippy (all targets, -D warnings)",
+            cargo,
+            &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+        ),
         step("tests (workspace)", cargo, &["test", "--workspace"]),
         step(
             "core for thumbv7em-none-eabihf",
@@ -108,5 +127,13 @@ fn test() -> ExitCode {
     let mut doc = step("core docs (-D warnings)", cargo, &["doc", "-p", "hwwfc-core", "--no-deps"]);
     doc.env.push(("RUSTDOCFLAGS", "-D warnings"));
     steps.push(doc);
-    run(&steps)
+    let xtask = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "xtask".into());
+    steps.push(step("on-target tests in QEMU (cargo xtask qemu)", &xtask, &["qemu"]));
+    let results = run_steps(&steps);
+    if summary(&steps, &results) {
+        println!("\nall checks passed");
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

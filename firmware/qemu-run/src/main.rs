@@ -1,4 +1,5 @@
-//! `hwwfc-qemu-run [--json FILE] [--timeout SECONDS] [--no-icount] ELF`
+//! `hwwfc-qemu-run [--json FILE] [--timeout SECONDS] [--no-icount] ELF`,
+//! or `hwwfc-qemu-run --install` to only install QEMU when it is missing.
 //!
 //! Runs a firmware ELF on QEMU's `mps2-an386` (Cortex-M4 with FPU), with
 //! semihosting on and `-icount shift=0` (one instruction = 1 ns of virtual
@@ -25,6 +26,8 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 struct Args {
+    /// `--install`: only make sure that qemu-system-arm is there.
+    install_only: bool,
     elf: PathBuf,
     json: Option<PathBuf>,
     timeout: Duration,
@@ -32,7 +35,8 @@ struct Args {
 }
 
 fn usage() -> String {
-    "usage: hwwfc-qemu-run [--json FILE] [--timeout SECONDS] [--no-icount] ELF".to_string()
+    "usage: hwwfc-qemu-run [--json FILE] [--timeout SECONDS] [--no-icount] ELF\n       hwwfc-qemu-run --install"
+        .to_string()
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -40,6 +44,7 @@ fn parse_args() -> Result<Args, String> {
     let (mut elf, mut json, mut timeout, mut icount) = (None, None, Duration::from_secs(120), true);
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--install" => return Ok(Args { install_only: true, elf: PathBuf::new(), json, timeout, icount }),
             "--json" => json = Some(PathBuf::from(args.next().ok_or_else(usage)?)),
             "--timeout" => {
                 let s: f64 = args.next().and_then(|s| s.parse().ok()).ok_or_else(usage)?;
@@ -51,7 +56,7 @@ fn parse_args() -> Result<Args, String> {
             _ => return Err(format!("unexpected argument `{a}`\n{}", usage())),
         }
     }
-    Ok(Args { elf: elf.ok_or_else(usage)?, json, timeout, icount })
+    Ok(Args { install_only: false, elf: elf.ok_or_else(usage)?, json, timeout, icount })
 }
 
 fn on_path(program: &str) -> bool {
@@ -178,13 +183,13 @@ fn run(args: &Args) -> Result<Outcome, String> {
     let log = std::env::temp_dir().join(format!("hwwfc-qemu-run-{}.defmt", std::process::id()));
     let sink = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let start = Instant::now();
-    let mut child = qemu_command(&args.elf, sink, args.icount)
-        .spawn()
-        .map_err(|e| format!("cannot start qemu-system-arm: {e}"))?;
+    let mut child =
+        qemu_command(&args.elf, sink, args.icount).spawn().map_err(|e| format!("cannot start qemu-system-arm: {e}"))?;
     let stderr = forward_stderr(&mut child);
     let mut file = std::fs::File::open(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let mut decoder = table.new_stream_decoder();
-    let mut out = Outcome { exit_code: None, timed_out: false, malformed: false, lines: Vec::new(), wall: Duration::ZERO };
+    let mut out =
+        Outcome { exit_code: None, timed_out: false, malformed: false, lines: Vec::new(), wall: Duration::ZERO };
     let mut chunk = vec![0u8; 64 * 1024];
     let mut pump = |decoder: &mut Box<dyn defmt_decoder::StreamDecoder + Send + Sync + '_>, out: &mut Outcome| loop {
         let n = file.read(&mut chunk).unwrap_or(0);
@@ -260,6 +265,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.install_only {
+        return match ensure_qemu() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("hwwfc-qemu-run: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let out = match run(&args) {
         Ok(o) => o,
         Err(e) => {
