@@ -87,16 +87,16 @@
 #define HWWFC_COMPACT_MAX_STATES 64
 
 // Bytes that always hold a schedule of `HWWFC_MAX_LAYERS` layers.
-#define HWWFC_SCHEDULE_MAX_LEN 1607
+#define HWWFC_SCHEDULE_MAX_LEN 2048
 
 // Bytes that always hold a model of `HWWFC_MAX_LAYERS` layers.
-#define HWWFC_MODEL_MAX_LEN 3011
+#define HWWFC_MODEL_MAX_LEN 4096
 
 // Bytes that always hold a spec.
-#define HWWFC_SPEC_MAX_LEN 101
+#define HWWFC_SPEC_MAX_LEN 256
 
 // Bytes that always hold the coefficients.
-#define HWWFC_COEFFICIENTS_MAX_LEN 54
+#define HWWFC_COEFFICIENTS_MAX_LEN 256
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,7 +114,8 @@ extern "C" {
 // less.
 //
 // Returns `HWWFC_OK` or an `HWWFC_ERR_*` code; on
-// `HWWFC_ERR_BUFFER_TOO_SMALL`, `*out_len` is `HWWFC_SCHEDULE_MAX_LEN`.
+// `HWWFC_ERR_BUFFER_TOO_SMALL`, `*out_len` is the most bytes a schedule
+// of this capacity can take (at most `HWWFC_SCHEDULE_MAX_LEN`).
 //
 // # Safety
 // Each non-null input pointer must point to its length of readable bytes;
