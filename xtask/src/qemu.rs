@@ -159,7 +159,7 @@ fn build_and_run() -> Result<bool, String> {
         .records("calibration")
         .pop()
         .and_then(|r| Some((r.number("instructions")?, r.number("ticks")?, r.number("overhead_ticks")?)));
-    println!("\n=== on-target results: QEMU mps2-an386 (Cortex-M4F, FPU), -icount shift=0, opt-level 3 ===");
+    println!("\n=== on-target results: QEMU mps2-an386 (Cortex-M4F, FPU), -icount shift=0, release profile (opt-level 2, fat LTO) ===");
     match per_tick {
         Some((i, t, o)) => println!(
             "SysTick check: a loop of {} instructions took {} ticks = {:.2} instructions per tick (expected 40: \
