@@ -6,23 +6,30 @@
 //!
 //! A layer runs as a grid of blocks. With `occ` blocks resident per SM
 //! (bounded by SRAM, threads, registers and the block limit: occupancy),
-//! the device holds `slots = SMs x occ` blocks at once and runs the grid in
-//! `waves = ceil(blocks / slots)` waves (wave quantization). The busiest SM
-//! runs `ceil(blocks / SMs)` blocks. Three times bound the body:
+//! the device holds `SMs x occ` blocks at once and runs the grid in
+//! `waves = ceil(blocks / (SMs x occ))` waves (wave quantization); the
+//! busiest SM runs `ceil(blocks / SMs)` blocks. Three times bound the body:
 //!
-//! - compute: the busiest SM's flops (padded to whole tiles: edge waste)
+//! - compute: the busiest SM's flops, padded to whole tiles (edge waste),
 //!   over its share of peak, scaled by the matrix-instruction efficiency of
-//!   the warp tile `a / (a + warp_tile_half)`;
+//!   the warp tile `a / (a + warp_tile_half)` and by how well the resident
+//!   warps hide latency `w / (w + warps_half)`; for a softmax, the work of
+//!   every thread over every element slot it holds, used or masked;
 //! - memory: bytes from DRAM (each operand once, plus the re-reads between
-//!   tiles that miss in L2) over the bandwidth, and the tile traffic over
-//!   the L2 bandwidth; the tile traffic falls with the tile's reuse
-//!   `BM*BN/(BM+BN)`;
-//! - latency: the k-loop steps a slot runs one after another, each costing
-//!   `step_latency_us` divided by the pipeline depth.
+//!   tiles that miss in L2) and the tile traffic through L2 (which falls
+//!   with the tile's reuse `BM*BN/(BM+BN)`), at a bandwidth that Little's
+//!   law also bounds: the bytes a block keeps in flight (pipeline depth
+//!   times a stage) times the resident blocks, over the memory latency
+//!   (threads' loads only: a scratchpad's DMA moves whole tiles);
+//!   rows that are not 16-byte aligned take the kernel's scalar path;
+//! - latency: the steps a block slot runs one after another (k-loop steps,
+//!   softmax column steps), each with a barrier and a wait that a deeper
+//!   pipeline hides.
 //!
-//! They combine in a smooth maximum `(c^p + m^p + l^p)^(1/p)`, so that no
-//! term saturates the score: every tile shape, wave count and pipeline
-//! depth moves the prediction. Per-block and per-launch overheads add on.
+//! They combine in a smooth maximum `(c^p + m^p + l^p)^(1/p)`, so no term
+//! saturates the score: tile shape, wave count, occupancy and pipeline
+//! depth all move the prediction. Per-block work outside the loop
+//! (prologue, epilogue, a softmax's block reduction) and the launch add on.
 //!
 //! # Transition cost
 //!
@@ -42,127 +49,102 @@ use crate::state::{Layout, Placement, State};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Coefficients`] layout; stored in coefficient files.
-pub const COEFFICIENTS_VERSION: u8 = 1;
+pub const COEFFICIENTS_VERSION: u8 = 2;
 
-/// The cost model's coefficients. Defaults come from datasheet figures and
-/// common rules of thumb; `hwwfc calibrate` fits them to measured times.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, postcard::experimental::max_size::MaxSize)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[serde(deny_unknown_fields)]
-pub struct Coefficients {
-    /// Share of peak arithmetic a well-shaped tile reaches.
-    pub compute_efficiency: f32,
-    /// Share of peak DRAM bandwidth reached by streaming reads.
-    pub memory_efficiency: f32,
-    /// L2-to-SM bandwidth as a multiple of the DRAM bandwidth.
-    pub l2_bandwidth_ratio: f32,
-    /// Share of the re-reads between tiles that miss in L2.
-    pub l2_miss_rate: f32,
-    /// DRAM bandwidth one SM can draw, as a multiple of its fair share
-    /// (bandwidth / SMs).
-    pub sm_bandwidth_multiple: f32,
-    /// Warp-tile area (elements) at which the matrix units reach half of
-    /// `compute_efficiency`.
-    pub warp_tile_half: f32,
-    /// Latency of one k-loop step (or softmax step) that a single stage
-    /// does not hide, in microseconds.
-    pub step_latency_us: f32,
-    /// Fixed cost per block (prologue, epilogue), in microseconds.
-    pub block_overhead_us: f32,
-    /// Multiplier on the spec's launch overhead.
-    pub launch_scale: f32,
-    /// Exponent of the smooth maximum of the compute, memory and latency
-    /// times (large: a hard maximum; 1: their sum).
-    pub overlap_exponent: f32,
-    /// Operand reuse in registers of a DRAM-streamed tile (elements).
-    pub register_reuse: f32,
-    /// Slowdown of a row reduction over a column-major tensor.
-    pub strided_penalty: f32,
-    /// Multiplier on the time of a layout change between layers.
-    pub transition_scale: f32,
-}
-
-impl Default for Coefficients {
-    fn default() -> Self {
-        Coefficients {
-            compute_efficiency: 0.75,
-            memory_efficiency: 0.85,
-            l2_bandwidth_ratio: 3.0,
-            l2_miss_rate: 0.15,
-            sm_bandwidth_multiple: 4.0,
-            warp_tile_half: 256.0,
-            step_latency_us: 0.5,
-            block_overhead_us: 1.0,
-            launch_scale: 1.0,
-            overlap_exponent: 4.0,
-            register_reuse: 4.0,
-            strided_penalty: 4.0,
-            transition_scale: 1.0,
+macro_rules! coefficients {
+    ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
+        /// The cost model's coefficients. Defaults come from datasheet
+        /// figures and common rules of thumb; `hwwfc calibrate` fits them
+        /// to measured times.
+        #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, postcard::experimental::max_size::MaxSize)]
+        #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+        #[serde(deny_unknown_fields)]
+        pub struct Coefficients {
+            $($(#[doc = $doc])* pub $name: f32,)*
         }
-    }
+
+        impl Default for Coefficients {
+            fn default() -> Self {
+                Coefficients { $($name: $default,)* }
+            }
+        }
+
+        /// Names of the coefficients, in field order.
+        pub const COEFFICIENT_NAMES: [&str; COEFFICIENT_COUNT] = [$(stringify!($name),)*];
+
+        impl Coefficients {
+            /// The coefficients as an array, in the order of
+            /// [`COEFFICIENT_NAMES`].
+            pub fn to_array(&self) -> [f32; COEFFICIENT_COUNT] {
+                [$(self.$name,)*]
+            }
+
+            /// Coefficients from an array in the order of
+            /// [`COEFFICIENT_NAMES`].
+            pub fn from_array(a: [f32; COEFFICIENT_COUNT]) -> Self {
+                let [$($name,)*] = a;
+                Coefficients { $($name,)* }
+            }
+        }
+    };
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 13;
+pub const COEFFICIENT_COUNT: usize = 21;
 
-/// Names of the coefficients, in field order (for reports and fitting).
-pub const COEFFICIENT_NAMES: [&str; COEFFICIENT_COUNT] = [
-    "compute_efficiency",
-    "memory_efficiency",
-    "l2_bandwidth_ratio",
-    "l2_miss_rate",
-    "sm_bandwidth_multiple",
-    "warp_tile_half",
-    "step_latency_us",
-    "block_overhead_us",
-    "launch_scale",
-    "overlap_exponent",
-    "register_reuse",
-    "strided_penalty",
-    "transition_scale",
-];
+coefficients! {
+    /// Share of peak arithmetic a well-shaped tile reaches.
+    compute_efficiency = 0.75;
+    /// Share of peak DRAM bandwidth reached by streaming reads.
+    memory_efficiency = 0.85;
+    /// L2-to-SM bandwidth as a multiple of the DRAM bandwidth.
+    l2_bandwidth_ratio = 3.0;
+    /// Share of the re-reads between tiles that miss in L2.
+    l2_miss_rate = 0.15;
+    /// Latency of a load from memory, in microseconds (Little's law:
+    /// bandwidth is at most the bytes in flight over this latency).
+    memory_latency_us = 0.8;
+    /// Warp-tile area (elements) at which the matrix units reach half of
+    /// `compute_efficiency`.
+    warp_tile_half = 256.0;
+    /// Resident warps per SM at which latency is half hidden.
+    warps_half = 2.0;
+    /// Barrier and wait of one k-loop (or softmax column) step that a
+    /// single stage does not hide, in microseconds.
+    step_latency_us = 0.1;
+    /// Fixed cost per block (prologue, epilogue), in microseconds.
+    block_overhead_us = 1.0;
+    /// Time an SM's block scheduler takes to start one block, in
+    /// microseconds (a bound on grids of many small blocks).
+    block_dispatch_us = 0.05;
+    /// Share of peak fp32 arithmetic a softmax reaches.
+    softmax_efficiency = 0.5;
+    /// Latency of one softmax column step not hidden, in microseconds.
+    softmax_step_latency_us = 0.1;
+    /// Fixed cost per softmax block, in microseconds.
+    softmax_block_overhead_us = 1.0;
+    /// Cost of one warp's turn in a block-wide reduction, in microseconds.
+    reduce_us_per_warp = 0.01;
+    /// Time a thread spends on one 16-byte chunk loaded element by element
+    /// (rows not 16-byte aligned take this path, unpipelined), in
+    /// microseconds: about one round trip to memory.
+    scalar_load_us = 0.5;
+    /// Share of the DRAM bandwidth the epilogue's scattered stores reach.
+    store_efficiency = 0.5;
+    /// Multiplier on the spec's launch overhead.
+    launch_scale = 1.0;
+    /// Exponent of the smooth maximum of the compute, memory and latency
+    /// times (large: a hard maximum; 1: their sum).
+    overlap_exponent = 4.0;
+    /// Operand reuse in registers of a DRAM-streamed tile (elements).
+    register_reuse = 4.0;
+    /// Slowdown of a row reduction over a column-major tensor.
+    strided_penalty = 4.0;
+    /// Multiplier on the time of a layout change between layers.
+    transition_scale = 1.0;
+}
 
 impl Coefficients {
-    /// The coefficients as an array, in the order of [`COEFFICIENT_NAMES`].
-    pub fn to_array(&self) -> [f32; COEFFICIENT_COUNT] {
-        [
-            self.compute_efficiency,
-            self.memory_efficiency,
-            self.l2_bandwidth_ratio,
-            self.l2_miss_rate,
-            self.sm_bandwidth_multiple,
-            self.warp_tile_half,
-            self.step_latency_us,
-            self.block_overhead_us,
-            self.launch_scale,
-            self.overlap_exponent,
-            self.register_reuse,
-            self.strided_penalty,
-            self.transition_scale,
-        ]
-    }
-
-    /// Coefficients from an array in the order of [`COEFFICIENT_NAMES`].
-    pub fn from_array(a: [f32; COEFFICIENT_COUNT]) -> Self {
-        let [compute_efficiency, memory_efficiency, l2_bandwidth_ratio, l2_miss_rate, sm_bandwidth_multiple, warp_tile_half, step_latency_us, block_overhead_us, launch_scale, overlap_exponent, register_reuse, strided_penalty, transition_scale] =
-            a;
-        Coefficients {
-            compute_efficiency,
-            memory_efficiency,
-            l2_bandwidth_ratio,
-            l2_miss_rate,
-            sm_bandwidth_multiple,
-            warp_tile_half,
-            step_latency_us,
-            block_overhead_us,
-            launch_scale,
-            overlap_exponent,
-            register_reuse,
-            strided_penalty,
-            transition_scale,
-        }
-    }
-
     /// Whether every coefficient is finite and positive (the model's
     /// physical range); the name of the first that is not, otherwise.
     pub fn validate(&self) -> Result<(), &'static str> {
@@ -205,6 +187,18 @@ pub struct Grid {
     pub last_wave_fill: f32,
 }
 
+impl Grid {
+    /// Blocks resident at once on the busiest SM.
+    fn resident(&self) -> f32 {
+        (self.occupancy as u64).min(self.blocks_per_sm).max(1) as f32
+    }
+
+    /// Blocks each slot of the busiest SM runs one after another.
+    fn per_slot(&self) -> f32 {
+        libm::ceilf(self.blocks_per_sm as f32 / self.occupancy.max(1) as f32)
+    }
+}
+
 /// The grid of `state` on `op`.
 pub fn grid(spec: &HardwareSpec, op: &Op, state: &State) -> Grid {
     let t = &state.tile;
@@ -222,73 +216,117 @@ pub fn grid(spec: &HardwareSpec, op: &Op, state: &State) -> Grid {
     Grid { blocks, occupancy, waves, blocks_per_sm: ceil_div(blocks, sms), last_wave_fill: last as f32 / slots as f32 }
 }
 
-/// DRAM bandwidth the grid can draw, in bytes per microsecond: one SM pulls
-/// at most `sm_bandwidth_multiple` times its fair share, so a grid of few
-/// blocks cannot saturate the memory system.
-fn bandwidth(spec: &HardwareSpec, c: &Coefficients, g: &Grid) -> f32 {
+/// DRAM bandwidth the grid can draw, in bytes per microsecond: the
+/// streaming rate, or less when the blocks keep too few bytes in flight to
+/// cover the memory latency (Little's law). A scratchpad (`Sram`) tile is
+/// moved by DMA as a whole, so only loads issued by threads are bounded.
+fn bandwidth(spec: &HardwareSpec, c: &Coefficients, g: &Grid, s: &State, in_flight_per_block: f32) -> f32 {
+    let streaming = spec.dram_bytes_per_us() * c.memory_efficiency;
+    if s.placement == Placement::Sram {
+        return streaming.max(1.0);
+    }
     let sms = spec.sm_count.max(1) as f32;
     let active = (g.blocks as f32).min(sms);
-    let share = (active * c.sm_bandwidth_multiple / sms).min(1.0);
-    spec.dram_bytes_per_us() * share
+    let little = active * g.resident() * in_flight_per_block / c.memory_latency_us;
+    streaming.min(little).max(1.0)
 }
 
-fn smooth_max(a: f32, b: f32, c: f32, p: f32) -> f32 {
-    let m = a.max(b).max(c);
+/// Share of peak that the resident warps of the busiest SM reach.
+fn latency_hiding(c: &Coefficients, g: &Grid, s: &State) -> f32 {
+    let w = g.resident() * s.warps().max(1) as f32;
+    w / (w + c.warps_half)
+}
+
+/// The smooth maximum `(sum t^p)^(1/p)` of the bounds of a body, with the
+/// block-dispatch bound of the grid among them.
+fn smooth_max(c: &Coefficients, g: &Grid, terms: [f32; 3]) -> f32 {
+    let dispatch = g.blocks_per_sm as f32 * c.block_dispatch_us;
+    let all = [terms[0], terms[1], terms[2], dispatch];
+    let m = all.iter().fold(0.0f32, |a, &b| a.max(b));
     if m <= 0.0 {
         return 0.0;
     }
     // Scale by the largest term so the powers stay in range.
-    let s = libm::powf(a / m, p) + libm::powf(b / m, p) + libm::powf(c / m, p);
+    let p = c.overlap_exponent;
+    let s = all.iter().fold(0.0f32, |acc, &t| acc + libm::powf(t / m, p));
     m * libm::powf(s, 1.0 / p)
 }
 
 /// Predicted time of `op` in `state`, in microseconds (finite, positive).
 pub fn unary_cost(spec: &HardwareSpec, k: &Coefficients, op: &Op, state: &State) -> f32 {
     let g = grid(spec, op, state);
-    let body = match *op {
+    let (body, per_block) = match *op {
         Op::MatMul { m, n, k: depth, batch, dtype } => matmul_body(spec, k, state, &g, [m, n, depth, batch], dtype),
         Op::Softmax { rows, cols, dtype } => softmax_body(spec, k, state, &g, rows, cols, dtype.bytes()),
     };
-    let overhead = g.waves as f32 * k.block_overhead_us + spec.launch_overhead_us * k.launch_scale;
+    let overhead = g.per_slot() * per_block + spec.launch_overhead_us * k.launch_scale;
     body + overhead
 }
 
-fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u32; 4], dtype: DType) -> f32 {
+/// The body of a matmul and its per-block fixed cost.
+fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u32; 4], dtype: DType) -> (f32, f32) {
     let [m, n, depth, batch] = dims.map(|d| d as f32);
-    let e = dtype.bytes();
+    let e = dtype.bytes() as f32;
     let (bm, bn, bk) = (s.tile.m.max(1) as f32, s.tile.n.max(1) as f32, s.tile.k.max(1) as f32);
-    let e = e as f32;
     let steps = libm::ceilf(depth / bk);
     let sms = spec.sm_count.max(1) as f32;
+    let pipelined = s.placement == Placement::Pipelined;
+    // The kernel loads 16-byte vectors only where every row starts aligned;
+    // other operands go element by element, synchronously, each k-step.
+    let threads = s.threads().max(1) as f32;
+    let scalar_a = pipelined && dims[2] % 8 != 0;
+    let scalar_b = pipelined && dims[1] % 8 != 0;
+    let scalar_chunks = if scalar_a { libm::ceilf(bm * bk / 8.0 / threads) } else { 0.0 }
+        + if scalar_b { libm::ceilf(bk * bn / 8.0 / threads) } else { 0.0 };
 
     // Compute: the busiest SM's padded flops over its share of peak.
     let warp_area = (bm / s.warps_m.max(1) as f32) * (bn / s.warps_n.max(1) as f32);
     let mma = warp_area / (warp_area + c.warp_tile_half);
-    let rate_sm = spec.peak_flop_per_us(dtype) / sms;
+    let rate_sm = spec.peak_flop_per_us(dtype) / sms * c.compute_efficiency * mma * latency_hiding(c, g, s);
     let flops_block = 2.0 * bm * bn * bk * steps;
-    let t_compute = g.blocks_per_sm as f32 * flops_block / (rate_sm * c.compute_efficiency * mma);
+    let t_compute = g.blocks_per_sm as f32 * flops_block / rate_sm;
 
-    // Memory: tile traffic, and what of it reaches DRAM.
+    // Memory: tile traffic, what of it reaches DRAM, and the bandwidth the
+    // bytes in flight allow.
     let blocks = g.blocks as f32;
+    let stage_bytes = (bm + bn) * bk * e;
     let traffic = match s.placement {
         Placement::Dram => blocks * flops_block * e / (2.0 * c.register_reuse),
-        _ => blocks * (bm + bn) * bk * steps * e,
+        _ => blocks * stage_bytes * steps,
     } + batch * m * n * e;
     let unique = batch * (m * depth + depth * n + m * n) * e;
     let dram = unique + c.l2_miss_rate * (traffic - unique).max(0.0);
-    let bw = bandwidth(spec, c, g);
-    let t_memory = (dram / (bw * c.memory_efficiency)).max(traffic / (bw * c.l2_bandwidth_ratio));
+    let in_flight = stage_bytes * (s.stages.max(2) - 1) as f32;
+    let bw = bandwidth(spec, c, g, s, in_flight);
+    let t_memory = (dram / bw).max(traffic / (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio));
 
-    // Latency: the steps a slot runs back to back.
-    let per_slot = libm::ceilf(g.blocks_per_sm as f32 / g.occupancy as f32);
-    let t_latency = per_slot * steps * c.step_latency_us / s.stages.max(1) as f32;
+    // Latency: the steps a slot runs back to back; a pipeline of `stages`
+    // buffers keeps `stages - 1` loads ahead of the compute.
+    let ahead = if pipelined { (s.stages.max(2) - 1) as f32 } else { s.stages.max(1) as f32 };
+    let ahead = if scalar_chunks > 0.0 { 1.0 } else { ahead };
+    let t_latency = g.per_slot() * steps * (c.step_latency_us / ahead + scalar_chunks * c.scalar_load_us);
 
-    smooth_max(t_compute, t_memory, t_latency, c.overlap_exponent)
+    // Per block: filling the pipeline and writing the output tile, whose
+    // stores scatter over the rows of the mma fragments.
+    let store_bw = spec.dram_bytes_per_us() * c.store_efficiency / (sms * g.resident());
+    let per_block = c.block_overhead_us + bm * bn * e / store_bw;
+    (smooth_max(c, g, [t_compute, t_memory, t_latency]), per_block)
 }
 
-fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows: u32, cols: u32, e: u32) -> f32 {
+/// The body of a softmax and its per-block fixed cost.
+fn softmax_body(
+    spec: &HardwareSpec,
+    c: &Coefficients,
+    s: &State,
+    g: &Grid,
+    rows: u32,
+    cols: u32,
+    e: u32,
+) -> (f32, f32) {
     let (rows, cols, e) = (rows as f32, cols as f32, e as f32);
+    let tm = s.tile.m.max(1) as f32;
     let tn = s.tile.n.max(1) as f32;
+    let threads = s.threads().max(1) as f32;
     let whole_row = tn >= cols;
     // Read passes over the input: a row that fits in one step is read once;
     // otherwise an online pass (max and sum) and a normalizing pass; a
@@ -298,24 +336,28 @@ fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows
         (_, true) => 1.0,
         (_, false) => 2.0,
     };
+    let steps = libm::ceilf(cols / tn) * reads;
+    // Element slots each thread works through per step, used or masked.
+    let per_thread = (tm * tn / threads).max(1.0);
+
+    // Arithmetic: every slot of every step costs a few flops (compare,
+    // subtract, exp, add), masked ones too.
+    let sms = spec.sm_count.max(1) as f32;
+    let rate_sm = spec.peak_tflops.f32 * 1.0e6 / sms * c.softmax_efficiency * latency_hiding(c, g, s);
+    let t_compute = g.blocks_per_sm as f32 * threads * per_thread * steps * 8.0 / rate_sm;
+
+    // Memory: every element read `reads` times and written once.
     let strided = if s.layout == Layout::ColMajor { c.strided_penalty } else { 1.0 };
     let bytes = rows * cols * e * (reads + 1.0);
-    let t_memory = bytes * strided / (bandwidth(spec, c, g) * c.memory_efficiency);
+    let bw = bandwidth(spec, c, g, s, threads * per_thread * e);
+    let t_memory = bytes * strided / bw;
 
-    // Arithmetic: five flops per element and pass, spread over the SMs
-    // as unevenly as the blocks are (the busiest SM sets the pace).
-    let sms = spec.sm_count.max(1) as f32;
-    let imbalance = g.blocks_per_sm as f32 * sms / g.blocks.max(1) as f32;
-    let flops = 5.0 * rows * cols * reads;
-    let t_compute = flops * imbalance / (spec.peak_tflops.f32 * 1.0e6 * c.compute_efficiency);
+    // Latency: the steps of a block, one after another.
+    let t_latency = g.per_slot() * steps * c.softmax_step_latency_us;
 
-    // Steps per row: column blocks per pass; a step's latency is shared by
-    // the elements each thread holds (more independent loads in flight).
-    let steps = libm::ceilf(cols / tn) * reads;
-    let per_thread = (tn / s.threads().max(1) as f32).max(1.0);
-    let per_slot = libm::ceilf(g.blocks_per_sm as f32 / g.occupancy as f32);
-    let t_latency = per_slot * steps * c.step_latency_us / libm::sqrtf(per_thread);
-    smooth_max(t_compute, t_memory, t_latency, c.overlap_exponent)
+    // Per block: the block-wide reduction, one turn per warp.
+    let per_block = c.softmax_block_overhead_us + (5.0 + s.warps() as f32) * c.reduce_us_per_warp;
+    (smooth_max(c, g, [t_compute, t_memory, t_latency]), per_block)
 }
 
 /// Time to rewrite a tensor of `bytes` once (read and write) as a separate

@@ -329,7 +329,11 @@ fn schedule() -> impl Strategy<Value = Schedule<8>> {
 }
 
 fn coefficients() -> impl Strategy<Value = Coefficients> {
-    prop::array::uniform13(finite()).prop_map(Coefficients::from_array)
+    prop::collection::vec(finite(), COEFFICIENT_COUNT).prop_map(|v| {
+        let mut a = [0.0f32; COEFFICIENT_COUNT];
+        a.copy_from_slice(&v);
+        Coefficients::from_array(a)
+    })
 }
 
 fn spec() -> impl Strategy<Value = HardwareSpec> {

@@ -30,6 +30,74 @@ pub enum Command {
     /// they are measured, and a rerun resumes where a run stopped.
     #[command(after_long_help = PROFILE_HELP)]
     Profile(ProfileArgs),
+    /// Fit the cost model's coefficients to measured times (profiling first
+    /// on a GPU, or from committed records with --data), write
+    /// coefficients.json and coefficients.postcard, and report the fit's
+    /// quality on workloads it did not see.
+    Calibrate(CalibrateArgs),
+    /// Judge a cost model against measured times: without --coefficients,
+    /// leave-one-workload-out cross-validation of a fit; with it, exactly
+    /// those coefficients. Writes REPORT.md and SVG plots into DIR.
+    Report(ReportArgs),
+}
+
+/// Options of `hwwfc calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// CUDA device to profile (ignored with --data).
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+
+    /// Workloads to profile (default: calib-data/workloads.json).
+    #[arg(long, value_name = "FILE")]
+    pub workloads: Option<PathBuf>,
+
+    /// Output folder: the records (when profiling), coefficients.json,
+    /// coefficients.postcard, REPORT.md and plots/ (default: the data
+    /// folder, or calib-data/gpu when profiling).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Fit from these records instead of profiling (no GPU needed): a run
+    /// folder with records.jsonl, or a folder of run folders.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+
+    /// Spec whose rates the model uses (default: the built-in spec named in
+    /// the device's name).
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+
+    /// Skip the cross-validated report (the fit alone takes seconds, the
+    /// report a few minutes).
+    #[arg(long)]
+    pub no_report: bool,
+}
+
+/// Options of `hwwfc report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Records: a run folder with records.jsonl, or a folder of run folders.
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+
+    /// Evaluate exactly these coefficients (no refit).
+    #[arg(long, value_name = "FILE")]
+    pub coefficients: Option<PathBuf>,
+
+    /// Spec whose rates the model uses (default: the built-in spec named in
+    /// the device's name).
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+
+    /// Print one JSON object (mean_rho, mean_tau, mean_regret_top1,
+    /// mean_top8_share, workloads[...]) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write no REPORT.md and no plots.
+    #[arg(long)]
+    pub no_files: bool,
 }
 
 /// Options of `hwwfc profile`.
@@ -126,7 +194,7 @@ pub struct ScheduleArgs {
     pub seq: Option<u32>,
 
     /// Cost-model coefficients: a JSON file, bare or in the calibration
-    /// wrapper {"format_version": 1, "gpu": ..., "coefficients": {...}}
+    /// wrapper {"format_version": 2, "gpu": ..., "coefficients": {...}}
     /// (default: the model's built-in coefficients).
     #[arg(long, value_name = "FILE")]
     pub coefficients: Option<PathBuf>,

@@ -3,7 +3,7 @@
 //! ```text
 //! main.rs            argument parsing and dispatch
 //! cli.rs             the subcommands and their options
-//! commands/          one module per subcommand (schedule, profile; calibrate, ... to come)
+//! commands/          one module per subcommand (schedule, profile, calibrate, report)
 //! input/             spec, model and coefficient files, and the built-ins
 //! solve.rs           building the problem and running the solvers, timed
 //! timing.rs          median-of-repeats timing
@@ -12,6 +12,7 @@
 //! atomic_write.rs    files written via a temporary file and a rename
 //! gpu/               the CUDA device, NVRTC compilation, event timing (cudarc)
 //! profile/           workloads, configurations, records, the measuring loop
+//! calibrate/         the dataset, metrics, fitting (argmin), cross-validation, reports, plots
 //! ```
 //!
 //! Every failure is one line on stderr starting with `error:` and a
@@ -20,6 +21,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod atomic_write;
+mod calibrate;
 mod cli;
 mod commands;
 mod describe;
@@ -39,6 +41,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Schedule(args) => commands::schedule::run(args),
         cli::Command::Profile(args) => commands::profile::run(args),
+        cli::Command::Calibrate(args) => commands::calibrate::run(args),
+        cli::Command::Report(args) => commands::report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -251,7 +251,11 @@ fn malformed_coefficient_files_are_rejected() {
 
     let mut c = coefficients();
     c["overlap_exponent"] = json!(-2.0);
-    let p = write_json(dir.path(), "neg.json", &json!({"format_version": 1, "coefficients": c}));
+    let p = write_json(
+        dir.path(),
+        "neg.json",
+        &json!({"format_version": hwwfc_core::cost::COEFFICIENTS_VERSION, "coefficients": c}),
+    );
     let e = schedule_error(&["--coefficients", arg(&p)]);
     assert!(e.contains("neg.json: field `coefficients.overlap_exponent`: must be a positive, finite number"), "{e}");
 
@@ -267,21 +271,7 @@ fn malformed_coefficient_files_are_rejected() {
 }
 
 fn coefficients() -> Value {
-    let names = [
-        "compute_efficiency",
-        "memory_efficiency",
-        "l2_bandwidth_ratio",
-        "l2_miss_rate",
-        "sm_bandwidth_multiple",
-        "warp_tile_half",
-        "step_latency_us",
-        "block_overhead_us",
-        "launch_scale",
-        "overlap_exponent",
-        "register_reuse",
-        "strided_penalty",
-        "transition_scale",
-    ];
+    let names = hwwfc_core::cost::COEFFICIENT_NAMES;
     Value::Object(names.iter().map(|n| (n.to_string(), json!(0.5))).collect())
 }
 

@@ -187,8 +187,11 @@ fn coefficient_files_change_the_prediction() {
     let default = schedule_json(&[]);
     assert_eq!(v["exact_cost"], default["exact_cost"]);
     c["launch_scale"] = json!(2.0);
-    let wrapped =
-        write_json(dir.path(), "wrapped.json", &json!({"format_version": 1, "gpu": "stress_gpu", "coefficients": c}));
+    let wrapped = write_json(
+        dir.path(),
+        "wrapped.json",
+        &json!({"format_version": hwwfc_core::cost::COEFFICIENTS_VERSION, "gpu": "stress_gpu", "coefficients": c}),
+    );
     let v = schedule_json(&["--coefficients", wrapped.to_str().unwrap()]);
     // Six launches of 5 us each, doubled.
     let delta = v["exact_cost"].as_f64().unwrap() - default["exact_cost"].as_f64().unwrap();
@@ -198,21 +201,7 @@ fn coefficient_files_change_the_prediction() {
 
 /// The default coefficients as the core defines them.
 fn hwwfc_defaults() -> Value {
-    json!({
-        "compute_efficiency": 0.75,
-        "memory_efficiency": 0.85,
-        "l2_bandwidth_ratio": 3.0,
-        "l2_miss_rate": 0.15,
-        "sm_bandwidth_multiple": 4.0,
-        "warp_tile_half": 256.0,
-        "step_latency_us": 0.5,
-        "block_overhead_us": 1.0,
-        "launch_scale": 1.0,
-        "overlap_exponent": 4.0,
-        "register_reuse": 4.0,
-        "strided_penalty": 4.0,
-        "transition_scale": 1.0
-    })
+    serde_json::to_value(hwwfc_core::Coefficients::default()).unwrap()
 }
 
 #[test]

@@ -2,9 +2,13 @@
 //!
 //! - [`schedule`]: schedule a model on a spec (WFC and the exact DP).
 //! - [`profile`]: time the CUDA kernels' configurations on a GPU.
+//! - [`calibrate`]: fit the cost model to the records, with a held-out report.
+//! - [`report`]: judge a cost model against records.
 //!
 //! Commands to come (`profile` on a GPU, `calibrate`, `report`, `tune`)
 //! get a module here and a variant of [`crate::cli::Command`].
 
+pub mod calibrate;
 pub mod profile;
+pub mod report;
 pub mod schedule;

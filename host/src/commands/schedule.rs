@@ -13,7 +13,12 @@ use anyhow::Result;
 pub fn run(args: &ScheduleArgs) -> Result<()> {
     let spec = spec_file::load(&args.spec)?;
     let model = model_file::load(&args.model, args.seq)?;
-    let coefficients = coefficients_file::load(args.coefficients.as_deref())?;
+    // Calibrated coefficients, where the binary has them for this spec,
+    // unless a file is given.
+    let coefficients = match (&args.coefficients, coefficients_file::calibrated_for(&spec.spec.name)?) {
+        (None, Some(calibrated)) => calibrated,
+        (path, _) => coefficients_file::load(path.as_deref())?,
+    };
     let solvers = match args.solver {
         SolverChoice::Wfc => Solvers { wfc: true, exact: false },
         SolverChoice::Exact => Solvers { wfc: false, exact: true },

@@ -5,9 +5,11 @@
 //! - a bare [`hwwfc_core::Coefficients`] object, every field given:
 //!   `{"compute_efficiency": 0.75, ..., "transition_scale": 1.0}`;
 //! - the wrapper that `hwwfc calibrate` writes:
-//!   `{"format_version": 1, "gpu": "h200", "coefficients": {...}}`, where
-//!   `format_version` must be [`hwwfc_core::cost::COEFFICIENTS_VERSION`]
-//!   and `gpu` (optional) names the GPU the coefficients were fitted on.
+//!   `{"format_version": 2, "gpu": "NVIDIA H200", "spec": "h200",
+//!   "fitted": {...}, "coefficients": {...}}`, where `format_version` must
+//!   be [`hwwfc_core::cost::COEFFICIENTS_VERSION`], `gpu` (optional) names
+//!   the GPU the coefficients were fitted on, `spec` (optional) the spec
+//!   they go with, and `fitted` (optional) records how they were fitted.
 //!
 //! An object with a `format_version` or `coefficients` key is read as the
 //! wrapper. Unknown fields are rejected, and every coefficient must be a
@@ -28,6 +30,10 @@ struct Wrapper {
     format_version: u64,
     #[serde(default)]
     gpu: Option<String>,
+    #[serde(default)]
+    spec: Option<String>,
+    #[serde(default)]
+    fitted: Option<Value>,
     coefficients: Value,
 }
 
@@ -36,6 +42,13 @@ struct Wrapper {
 pub enum Origin {
     /// [`Coefficients::default`].
     Default,
+    /// Built into the binary: fitted on a real GPU for the spec in use.
+    Calibrated {
+        /// Where the file lives in the repository.
+        path: PathBuf,
+        /// The GPU it was fitted on.
+        gpu: Option<String>,
+    },
     /// A file, and the GPU its wrapper names.
     File {
         /// The file.
@@ -49,6 +62,9 @@ impl std::fmt::Display for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Origin::Default => f.write_str("default"),
+            Origin::Calibrated { path, gpu } => {
+                write!(f, "calibrated, built in ({}, fitted on {})", path.display(), gpu.as_deref().unwrap_or("?"))
+            }
             Origin::File { path, gpu: Some(gpu) } => write!(f, "{} (fitted on {gpu})", path.display()),
             Origin::File { path, gpu: None } => write!(f, "{}", path.display()),
         }
@@ -71,6 +87,24 @@ impl LoadedCoefficients {
     }
 }
 
+/// Coefficients fitted on real GPUs and built into the binary: the spec
+/// name they go with, and the text of their `coefficients.json`.
+pub const CALIBRATED: [(&str, &str); 1] = [("h200", include_str!("../../../calib-data/h200/coefficients.json"))];
+
+/// The built-in calibrated coefficients of spec `spec_name`, if any.
+pub fn calibrated_for(spec_name: &str) -> Result<Option<LoadedCoefficients>> {
+    let Some((name, text)) = CALIBRATED.iter().find(|(n, _)| *n == spec_name) else {
+        return Ok(None);
+    };
+    let path = PathBuf::from(format!("calib-data/{name}/coefficients.json"));
+    let value: Value = serde_json::from_str(text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let mut loaded = from_json(value, &path)?;
+    if let Origin::File { path, gpu } = loaded.origin {
+        loaded.origin = Origin::Calibrated { path, gpu };
+    }
+    Ok(Some(loaded))
+}
+
 /// Loads the file `path`, or the defaults when `None`.
 pub fn load(path: Option<&Path>) -> Result<LoadedCoefficients> {
     let Some(path) = path else {
@@ -90,6 +124,7 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedCoefficients> {
     let fail = |e: FieldError| anyhow!("{file}: {e}");
     let (coefficients, gpu, prefix) = if wrapped {
         let w: Wrapper = json::from_value(value).map_err(fail)?;
+        let _ = (&w.spec, &w.fitted);
         if w.format_version != COEFFICIENTS_VERSION as u64 {
             bail!(
                 "{file}: field `format_version`: version {} is not supported (this build reads version {COEFFICIENTS_VERSION})",
@@ -124,7 +159,7 @@ mod tests {
     fn accepts_bare_and_wrapped() {
         let c = from_json(bare(), Path::new("c.json")).unwrap();
         assert_eq!(c.coefficients, Coefficients::default());
-        let w = json!({"format_version": 1, "gpu": "h200", "coefficients": bare()});
+        let w = json!({"format_version": COEFFICIENTS_VERSION, "gpu": "h200", "coefficients": bare()});
         let c = from_json(w, Path::new("c.json")).unwrap();
         assert_eq!(c.origin, Origin::File { path: "c.json".into(), gpu: Some("h200".into()) });
     }
@@ -140,17 +175,17 @@ mod tests {
         let mut v = bare();
         v.as_object_mut().unwrap().remove("launch_scale");
         assert_eq!(error_of(v), "c.json: missing field `launch_scale`");
-        let w = json!({"format_version": 2, "coefficients": bare()});
-        assert!(error_of(w).contains("version 2 is not supported"));
+        let w = json!({"format_version": 1, "coefficients": bare()});
+        assert!(error_of(w).contains("version 1 is not supported"));
         let mut inner = bare();
         inner["l2_miss_rate"] = json!(-1.0);
-        let w = json!({"format_version": 1, "coefficients": inner});
+        let w = json!({"format_version": COEFFICIENTS_VERSION, "coefficients": inner});
         assert_eq!(error_of(w), "c.json: field `coefficients.l2_miss_rate`: must be a positive, finite number");
         let mut inner = bare();
         inner["l2_miss_rate"] = json!("x");
-        let w = json!({"format_version": 1, "coefficients": inner});
+        let w = json!({"format_version": COEFFICIENTS_VERSION, "coefficients": inner});
         assert!(error_of(w).starts_with("c.json: field `coefficients.l2_miss_rate`: invalid type"));
-        let w = json!({"format_version": 1, "coefficients": bare(), "fitted": true});
-        assert!(error_of(w).contains("unknown field `fitted`"));
+        let w = json!({"format_version": COEFFICIENTS_VERSION, "coefficients": bare(), "fudge": true});
+        assert!(error_of(w).contains("unknown field `fudge`"));
     }
 }

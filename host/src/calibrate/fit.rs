@@ -1,0 +1,233 @@
+//! Fitting the cost model's coefficients to measured times.
+//!
+//! The loss is the squared error of log time, averaged per workload and
+//! then over workloads (each workload weighs the same, whatever its number
+//! of configurations). Log time makes the fit care about ratios, which is
+//! what ranking needs, and keeps the absolute scale the schedules add up.
+//!
+//! Coefficients stay physical through their parameterization: shares
+//! (efficiencies, the L2 miss rate) through a logistic, the overlap
+//! exponent as `1 + exp`, everything else through `exp`. Coefficients the
+//! data cannot see (layout changes, DRAM-streamed tiles, strided softmax:
+//! the CUDA kernels have none) keep their values. The minimizer is
+//! `argmin`'s Nelder-Mead on an `nalgebra` vector, restarted from its best
+//! point until it stops improving. A weak prior around the defaults (see
+//! [`PRIOR_WEIGHT`]) keeps the coefficients the data does not determine
+//! where physics puts them.
+
+use super::dataset::WorkloadData;
+use anyhow::{anyhow, bail, Result};
+use argmin::core::{CostFunction, Executor, State};
+use argmin::solver::neldermead::NelderMead;
+use hwwfc_core::cost::{self, COEFFICIENT_COUNT, COEFFICIENT_NAMES};
+use hwwfc_core::{Coefficients, HardwareSpec};
+use nalgebra::DVector;
+
+/// How a coefficient maps to an unbounded parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Map {
+    /// In (0, 1): logistic.
+    Share,
+    /// Above 1: `1 + exp`.
+    AboveOne,
+    /// Positive: `exp`.
+    Positive,
+}
+
+/// The coefficients fitted, and how each is kept physical.
+const FITTED: [(&str, Map); 18] = [
+    ("compute_efficiency", Map::Share),
+    ("memory_efficiency", Map::Share),
+    ("l2_bandwidth_ratio", Map::Positive),
+    ("l2_miss_rate", Map::Share),
+    ("memory_latency_us", Map::Positive),
+    ("warp_tile_half", Map::Positive),
+    ("warps_half", Map::Positive),
+    ("step_latency_us", Map::Positive),
+    ("block_overhead_us", Map::Positive),
+    ("block_dispatch_us", Map::Positive),
+    ("softmax_efficiency", Map::Share),
+    ("softmax_step_latency_us", Map::Positive),
+    ("softmax_block_overhead_us", Map::Positive),
+    ("reduce_us_per_warp", Map::Positive),
+    ("scalar_load_us", Map::Positive),
+    ("store_efficiency", Map::Share),
+    ("launch_scale", Map::Positive),
+    ("overlap_exponent", Map::AboveOne),
+];
+
+fn slot(name: &str) -> Option<usize> {
+    COEFFICIENT_NAMES.iter().position(|n| *n == name)
+}
+
+fn to_param(map: Map, v: f64) -> f64 {
+    match map {
+        Map::Share => {
+            let v = v.clamp(1e-6, 1.0 - 1e-6);
+            (v / (1.0 - v)).ln()
+        }
+        Map::AboveOne => (v - 1.0).max(1e-6).ln(),
+        Map::Positive => v.max(1e-12).ln(),
+    }
+}
+
+fn from_param(map: Map, p: f64) -> f64 {
+    match map {
+        Map::Share => 1.0 / (1.0 + (-p).exp()),
+        Map::AboveOne => 1.0 + p.exp(),
+        Map::Positive => p.exp(),
+    }
+}
+
+/// The parameters of `k`.
+pub fn params(k: &Coefficients) -> DVector<f64> {
+    let a = k.to_array();
+    DVector::from_iterator(
+        FITTED.len(),
+        FITTED.iter().map(|(name, map)| to_param(*map, slot(name).map_or(1.0, |i| a[i] as f64))),
+    )
+}
+
+/// The coefficients of parameters `p`, the others taken from `base`.
+pub fn coefficients(p: &DVector<f64>, base: &Coefficients) -> Coefficients {
+    let mut a: [f32; COEFFICIENT_COUNT] = base.to_array();
+    for ((name, map), v) in FITTED.iter().zip(p.iter()) {
+        if let Some(i) = slot(name) {
+            a[i] = from_param(*map, *v) as f32;
+        }
+    }
+    Coefficients::from_array(a)
+}
+
+/// The loss of `k` on `workloads`: mean over workloads of the mean squared
+/// log error.
+pub fn loss(spec: &HardwareSpec, k: &Coefficients, workloads: &[&WorkloadData]) -> f64 {
+    let mut total = 0.0;
+    for w in workloads {
+        let mut sum = 0.0;
+        for s in &w.samples {
+            let pred = cost::unary_cost(spec, k, &w.op, &s.state) as f64;
+            let r = if pred.is_finite() && pred > 0.0 { pred.ln() - s.time_us().ln() } else { 30.0 };
+            sum += r * r;
+        }
+        total += sum / w.samples.len().max(1) as f64;
+    }
+    total / workloads.len().max(1) as f64
+}
+
+/// Weight of the prior: the squared distance of the parameters from those
+/// of the defaults (log-normal around the datasheet values). It keeps a
+/// coefficient the training data cannot see (the scalar-load time when no
+/// workload has odd rows, say) at its physical default instead of letting
+/// the minimizer drift it.
+pub const PRIOR_WEIGHT: f64 = 1e-3;
+
+struct Objective<'a> {
+    spec: &'a HardwareSpec,
+    base: Coefficients,
+    prior: DVector<f64>,
+    workloads: &'a [&'a WorkloadData],
+}
+
+impl CostFunction for Objective<'_> {
+    type Param = DVector<f64>;
+    type Output = f64;
+
+    fn cost(&self, p: &Self::Param) -> Result<f64, argmin::core::Error> {
+        let k = coefficients(p, &self.base);
+        let l = loss(self.spec, &k, self.workloads) + PRIOR_WEIGHT * (p - &self.prior).norm_squared();
+        Ok(if l.is_finite() { l } else { f64::MAX })
+    }
+}
+
+/// A fit's result.
+#[derive(Clone, Debug)]
+pub struct Fit {
+    /// The fitted coefficients.
+    pub coefficients: Coefficients,
+    /// The loss at the start.
+    pub initial_loss: f64,
+    /// The loss at the end.
+    pub loss: f64,
+    /// Nelder-Mead iterations over all restarts.
+    pub iterations: u64,
+}
+
+/// Settings of the minimizer.
+#[derive(Clone, Copy, Debug)]
+pub struct FitOptions {
+    /// Iterations of one Nelder-Mead run.
+    pub max_iters: u64,
+    /// Most restarts from the best point.
+    pub restarts: u32,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        FitOptions { max_iters: 1500, restarts: 4 }
+    }
+}
+
+/// Fits the coefficients to `workloads`, starting from `start`.
+pub fn fit(spec: &HardwareSpec, start: &Coefficients, workloads: &[&WorkloadData], opts: &FitOptions) -> Result<Fit> {
+    if workloads.is_empty() || workloads.iter().map(|w| w.samples.len()).sum::<usize>() < 2 * FITTED.len() {
+        bail!(
+            "too few records to fit: {} workloads with {} measured configurations (at least {} needed)",
+            workloads.len(),
+            workloads.iter().map(|w| w.samples.len()).sum::<usize>(),
+            2 * FITTED.len()
+        );
+    }
+    let initial_loss = loss(spec, start, workloads);
+    let mut best = params(start);
+    let mut best_loss = initial_loss;
+    let mut iterations = 0;
+    for _ in 0..=opts.restarts {
+        // A simplex of unit steps in parameter space around the best point.
+        let mut simplex = vec![best.clone()];
+        for i in 0..best.len() {
+            let mut v = best.clone();
+            v[i] += 0.5;
+            simplex.push(v);
+        }
+        let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7).map_err(|e| anyhow!("{e}"))?;
+        let problem = Objective { spec, base: *start, prior: params(&Coefficients::default()), workloads };
+        let res = Executor::new(problem, solver)
+            .configure(|s| s.max_iters(opts.max_iters))
+            .run()
+            .map_err(|e| anyhow!("fit: {e}"))?;
+        iterations += res.state().get_iter();
+        let (Some(p), cost) = (res.state().get_best_param().cloned(), res.state().get_best_cost()) else {
+            break;
+        };
+        let improved = cost < best_loss * (1.0 - 1e-4);
+        if cost < best_loss {
+            best = p;
+            best_loss = cost;
+        }
+        if !improved {
+            break;
+        }
+    }
+    Ok(Fit { coefficients: coefficients(&best, start), initial_loss, loss: best_loss, iterations })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_round_trip_and_stay_physical() {
+        let k = Coefficients::default();
+        let back = coefficients(&params(&k), &k);
+        for (a, b) in k.to_array().iter().zip(back.to_array().iter()) {
+            assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{a} vs {b}");
+        }
+        let wild = DVector::from_element(FITTED.len(), 40.0);
+        let c = coefficients(&wild, &k);
+        assert!(c.validate().is_ok(), "{c:?}");
+        assert!(c.compute_efficiency <= 1.0 && c.overlap_exponent > 1.0);
+        let low = coefficients(&DVector::from_element(FITTED.len(), -40.0), &k);
+        assert!(low.compute_efficiency >= 0.0 && low.overlap_exponent >= 1.0);
+    }
+}

@@ -1,0 +1,89 @@
+//! Plots of a report (SVG, with `plotters`): predicted against measured
+//! time per workload, and the per-workload rho of the model, the baseline
+//! and the test-retest ceiling.
+
+use super::report::Report;
+use anyhow::{anyhow, Result};
+use plotters::prelude::*;
+use std::path::Path;
+
+fn err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow!("plot: {e}")
+}
+
+/// Predicted against measured time (both in microseconds, log axes).
+pub fn scatter(path: &Path, title: &str, predicted: &[f64], measured: &[f64]) -> Result<()> {
+    let lo = predicted.iter().chain(measured).copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+    let hi = predicted.iter().chain(measured).copied().fold(0.0f64, f64::max);
+    if !(lo.is_finite() && hi > lo) {
+        return Ok(());
+    }
+    let (lo, hi) = (lo * 0.8, hi * 1.25);
+    let root = SVGBackend::new(path, (520, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d((lo..hi).log_scale(), (lo..hi).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("measured time (us)")
+        .y_desc("predicted time (us)")
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(err)?;
+    chart.draw_series(LineSeries::new([(lo, lo), (hi, hi)], RGBColor(180, 180, 180))).map_err(err)?;
+    chart
+        .draw_series(
+            measured.iter().zip(predicted).map(|(&m, &p)| Circle::new((m, p), 2, RGBColor(31, 119, 180).filled())),
+        )
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+/// A labelled, coloured series of one value per row.
+type Series<'a> = (&'a str, RGBColor, Box<dyn Fn(usize) -> Option<f64> + 'a>);
+
+/// Per-workload rho: the model, the baseline and the retest ceiling.
+pub fn rho_chart(path: &Path, report: &Report) -> Result<()> {
+    let n = report.rows.len();
+    let lowest = report.rows.iter().flat_map(|r| [r.model.rho, r.baseline.rho]).fold(0.0f64, f64::min);
+    let x_from = (lowest - 0.05).max(-1.0);
+    let root = SVGBackend::new(path, (900, 140 + 18 * n as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("Spearman rho per workload ({})", report.method), ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(230)
+        .build_cartesian_2d(x_from..1.0f64, 0..n)
+        .map_err(err)?;
+    let names: Vec<String> = report.rows.iter().map(|r| r.name.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|i| names.get(*i).cloned().unwrap_or_default())
+        .x_desc("rho")
+        .draw()
+        .map_err(err)?;
+    let series: [Series; 3] = [
+        ("retest", RGBColor(150, 150, 150), Box::new(|i| report.rows[i].retest_rho)),
+        ("baseline", RGBColor(255, 127, 14), Box::new(|i| Some(report.rows[i].baseline.rho))),
+        ("model", RGBColor(31, 119, 180), Box::new(|i| Some(report.rows[i].model.rho))),
+    ];
+    for (label, color, value) in series {
+        chart
+            .draw_series((0..n).filter_map(|i| value(i).map(|v| Circle::new((v, i), 4, color.filled()))))
+            .map_err(err)?
+            .label(label)
+            .legend(move |(x, y)| Circle::new((x, y), 4, color.filled()));
+    }
+    chart.configure_series_labels().background_style(WHITE).border_style(BLACK).draw().map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! The steps `hwwfc calibrate` and `hwwfc report` share: reading a dataset
+//! with its spec, cross-validating with a progress bar, evaluating given
+//! coefficients, and writing the report files.
+
+use super::dataset::{self, Dataset};
+use super::evaluate;
+use super::fit::FitOptions;
+use super::plot;
+use super::report::Report;
+use anyhow::{Context, Result};
+use hwwfc_core::{Coefficients, HardwareSpec};
+use std::path::Path;
+
+/// A dataset and the spec its predictions use (the named spec's rates with
+/// the device's limits).
+pub struct Loaded {
+    /// The records.
+    pub data: Dataset,
+    /// The spec.
+    pub spec: HardwareSpec,
+    /// The spec's name.
+    pub spec_name: String,
+}
+
+/// Reads the records under `dir`; `spec` names a spec, or `None` for the
+/// built-in spec of the device the records were measured on.
+pub fn load(dir: &Path, spec: Option<&str>) -> Result<Loaded> {
+    let data = dataset::load(dir)?;
+    if data.workloads.is_empty() {
+        anyhow::bail!("{}: too few records to fit: no successful kernel measurement", dir.display());
+    }
+    let base = match spec {
+        Some(s) => crate::input::spec_file::load(s)?.spec,
+        None => crate::commands::profile::builtin_for_device(&data.device)?,
+    };
+    let spec_name = base.name.to_string();
+    let spec = crate::profile::config::device_limits(&base, &data.device);
+    Ok(Loaded { data, spec, spec_name })
+}
+
+/// Leave-one-workload-out cross-validation of a fit from the defaults,
+/// next to the defaults themselves.
+pub fn cross_validation_report(l: &Loaded, opts: &FitOptions) -> Result<Report> {
+    let n = l.data.workloads.len();
+    let bar = indicatif::ProgressBar::new(n as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "cross-validation {elapsed_precise} [{wide_bar}] {pos}/{len} folds ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let folds = evaluate::cross_validate(&l.spec, &l.data, &Coefficients::default(), opts, &|_| bar.inc(1))?;
+    bar.finish_and_clear();
+    let model: Vec<_> = folds.iter().map(|f| f.held_out).collect();
+    let baseline = evaluate::per_workload(&l.spec, &Coefficients::default(), &l.data);
+    Ok(Report::new(&l.data, "held out: leave-one-workload-out cross-validation".into(), &model, &baseline))
+}
+
+/// The agreement of exactly `k` (no refit), next to the defaults.
+pub fn coefficients_report(l: &Loaded, k: &Coefficients, origin: &str) -> Report {
+    let model = evaluate::per_workload(&l.spec, k, &l.data);
+    let baseline = evaluate::per_workload(&l.spec, &Coefficients::default(), &l.data);
+    Report::new(&l.data, format!("coefficients {origin}, no refit"), &model, &baseline)
+}
+
+/// Writes `report` as markdown to `md` and its plots into `plots`: one
+/// scatter per workload of `k`'s predictions, and the rho chart.
+pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plots: &Path, title: &str) -> Result<()> {
+    std::fs::create_dir_all(plots).with_context(|| format!("{}: cannot create", plots.display()))?;
+    let runs: Vec<String> = l.data.runs.iter().map(|p| p.display().to_string()).collect();
+    let mut text = format!(
+        "# {title}\n\nRecords: {} ({}), {} workloads, {} measured configurations. Spec: `{}` with the device's limits.\n\
+         Model figures: {}. Baseline: the uncalibrated model (datasheet defaults).\n\n\
+         rho and tau are Spearman's and Kendall's rank correlations between predicted cost and measured time over a \
+         workload's configurations; regret top-1 is the measured time of the predicted best over the measured best, \
+         minus one; best in top k is the measured best over the best measured among the k predicted fastest; retest \
+         rho is the rank correlation of two measurement runs (the noise ceiling).\n\n",
+        runs.join(", "),
+        l.data.device.name,
+        l.data.workloads.len(),
+        l.data.workloads.iter().map(|w| w.samples.len()).sum::<usize>(),
+        l.spec_name,
+        report.method,
+    );
+    text += &report.table();
+    text += "\n![rho per workload](";
+    text += &format!(
+        "{}/rho.svg)\n\nPredicted against measured time per workload: `{}/<workload>.svg`.\n",
+        plot_dir_name(plots),
+        plot_dir_name(plots)
+    );
+    crate::atomic_write::write(md, text.as_bytes())?;
+    plot::rho_chart(&plots.join("rho.svg"), report)?;
+    for w in &l.data.workloads {
+        let p = evaluate::predict(&l.spec, k, w);
+        plot::scatter(&plots.join(format!("{}.svg", w.workload.name())), w.workload.name(), &p, &w.times())?;
+    }
+    Ok(())
+}
+
+fn plot_dir_name(p: &Path) -> String {
+    p.file_name().map_or_else(|| "plots".into(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Prints the report's table and means on stdout.
+pub fn print(report: &Report) {
+    println!("{} ({})\n", report.gpu, report.method);
+    print!("{}", report.table());
+    println!(
+        "\nheld-out/evaluated means: rho {:.3}, tau {:.3}, regret top-1 {:.1}%, best in top 8 {:.1}%  (baseline rho {:.3}; retest ceiling {})",
+        report.model.rho,
+        report.model.tau,
+        report.model.regret_top1 * 100.0,
+        report.model.top8_share * 100.0,
+        report.baseline.rho,
+        report.retest_rho.map_or("-".into(), |r| format!("{r:.3}"))
+    );
+}

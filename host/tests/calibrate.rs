@@ -1,0 +1,149 @@
+//! The calibrator against the committed H200 records: the held-out quality
+//! bar, and bad records refused with a clear line.
+
+mod common;
+
+use common::hwwfc;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn h200_data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../calib-data/h200")
+}
+
+/// Runs `hwwfc ARGS`, expects failure, returns the one `error:` line.
+fn error_of(args: &[&str]) -> String {
+    let out = hwwfc().args(args).output().unwrap();
+    assert!(!out.status.success(), "expected failure for {args:?}");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+    let last = stderr.trim_end().lines().last().unwrap_or("").to_string();
+    assert!(last.starts_with("error: "), "stderr: {stderr}");
+    last
+}
+
+/// A copy of one committed run folder in a temporary folder.
+fn copy_run(run: &str, into: &Path) -> PathBuf {
+    let dst = into.join(run);
+    std::fs::create_dir_all(&dst).unwrap();
+    for f in ["records.jsonl", "meta.json"] {
+        std::fs::copy(h200_data().join(run).join(f), dst.join(f)).unwrap();
+    }
+    dst
+}
+
+#[test]
+fn held_out_quality_on_the_committed_records() {
+    let out = hwwfc().args(["report", "--data"]).arg(h200_data()).args(["--json", "--no-files"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rho = v["mean_rho"].as_f64().unwrap();
+    let regret = v["mean_regret_top1"].as_f64().unwrap();
+    assert!(rho >= 0.8, "held-out mean rho {rho}");
+    assert!(regret <= 0.10, "held-out mean top-1 regret {regret}");
+    let workloads = v["workloads"].as_array().unwrap();
+    assert_eq!(workloads.len(), 30);
+    for w in workloads {
+        assert!(w["retest_rho"].as_f64().unwrap() > 0.98, "{w}");
+        for key in ["name", "rho", "tau", "regret_top1", "top8_share"] {
+            assert!(!w[key].is_null(), "{key} in {w}");
+        }
+    }
+    // The fit beats the uncalibrated model it starts from.
+    assert!(rho > v["baseline"]["rho"].as_f64().unwrap());
+}
+
+#[test]
+fn given_coefficients_are_evaluated_without_refit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = copy_run("run1", dir.path());
+    let coeffs = h200_data().join("coefficients.json");
+    let out = hwwfc()
+        .args(["report", "--data"])
+        .arg(&data)
+        .arg("--coefficients")
+        .arg(&coeffs)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["method"].as_str().unwrap().contains("no refit"));
+    assert!(v["mean_rho"].as_f64().unwrap() > 0.8);
+    assert!(data.join("REPORT-coefficients.md").is_file());
+    assert!(data.join("plots-coefficients").join("rho.svg").is_file());
+    // One run: no retest ceiling.
+    assert!(v["mean_retest_rho"].is_null());
+}
+
+#[test]
+fn a_malformed_record_names_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = copy_run("run1", dir.path());
+    let path = run.join("records.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{\"source\": \"kernel\", \"oops\": 1}";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let e = error_of(&["report", "--data", run.to_str().unwrap(), "--no-files"]);
+    assert!(e.contains("records.jsonl:3: malformed record"), "{e}");
+}
+
+#[test]
+fn records_of_two_gpus_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_run("run1", dir.path());
+    let other = copy_run("run2", dir.path());
+    let meta = other.join("meta.json");
+    let text = std::fs::read_to_string(&meta).unwrap().replace("NVIDIA H200", "NVIDIA A100-SXM4-80GB");
+    std::fs::write(&meta, text).unwrap();
+    let e = error_of(&["calibrate", "--data", dir.path().to_str().unwrap(), "--no-report"]);
+    assert!(e.contains("two different GPUs") && e.contains("A100"), "{e}");
+}
+
+#[test]
+fn too_few_records_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = copy_run("run1", dir.path());
+    let path = run.join("records.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let few: Vec<&str> = text.lines().take(5).collect();
+    std::fs::write(&path, few.join("\n") + "\n").unwrap();
+    let e =
+        error_of(&["calibrate", "--data", run.to_str().unwrap(), "--no-report", "--out", dir.path().to_str().unwrap()]);
+    assert!(e.contains("too few records to fit"), "{e}");
+    assert!(!dir.path().join("coefficients.json").exists(), "nothing written half-way");
+}
+
+#[test]
+fn calibration_writes_loadable_coefficients() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = copy_run("run1", dir.path());
+    let out = dir.path().join("fit");
+    let status =
+        hwwfc().args(["calibrate", "--data"]).arg(&run).args(["--no-report", "--out"]).arg(&out).output().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(out.join("coefficients.json")).unwrap()).unwrap();
+    assert_eq!(json["gpu"], "NVIDIA H200");
+    assert_eq!(json["spec"], "h200");
+    // The fitted file schedules.
+    let s = hwwfc()
+        .args(["schedule", "--spec", "h200", "--model", "gpt2-block", "--json", "--coefficients"])
+        .arg(out.join("coefficients.json"))
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let v: Value = serde_json::from_slice(&s.stdout).unwrap();
+    assert_eq!(v["agree"], true);
+}
+
+#[test]
+fn h200_schedules_use_the_calibrated_coefficients_by_default() {
+    let out = hwwfc().args(["schedule", "--spec", "h200", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["coefficients"].as_str().unwrap().contains("calibrated"), "{}", v["coefficients"]);
+    let out = hwwfc().args(["schedule", "--spec", "stress_gpu", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["coefficients"], "default");
+}

@@ -1,0 +1,44 @@
+//! The calibrated coefficients travel in two files, JSON for people and
+//! the wire format for the core and the firmware: both must give the core
+//! the same numbers, and so the same predictions, bit for bit.
+
+use hwwfc_core::{cost, models, wire, Coefficients, Problem, ScheduleProblem};
+
+fn h200_files() -> (Coefficients, Coefficients) {
+    let dir = hwwfc_tests::repo_root().join("calib-data/h200");
+    let text = std::fs::read_to_string(dir.join("coefficients.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["format_version"].as_u64(), Some(cost::COEFFICIENTS_VERSION as u64));
+    let json: Coefficients = serde_json::from_value(v["coefficients"].clone()).unwrap();
+    let bytes = std::fs::read(dir.join("coefficients.postcard")).unwrap();
+    let postcard: Coefficients = wire::from_bytes(&bytes).unwrap();
+    (json, postcard)
+}
+
+#[test]
+fn postcard_and_json_coefficients_are_the_same() {
+    let (json, postcard) = h200_files();
+    assert_eq!(json.to_array().map(f32::to_bits), postcard.to_array().map(f32::to_bits));
+    assert!(postcard.validate().is_ok());
+}
+
+#[test]
+fn postcard_and_json_coefficients_predict_the_same() {
+    let (json, postcard) = h200_files();
+    let spec_text = std::fs::read_to_string(hwwfc_tests::repo_root().join("specs/h200.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&spec_text).unwrap();
+    let obj = v.as_object_mut().unwrap();
+    obj.remove("source");
+    obj.remove("notes");
+    let spec: hwwfc_core::HardwareSpec = serde_json::from_value(v).unwrap();
+    for name in models::NAMES {
+        let g = models::builtin::<16>(name, None).unwrap();
+        let a = ScheduleProblem::<16, 8>::build(&g, &spec, &json).unwrap();
+        let b = ScheduleProblem::<16, 8>::build(&g, &spec, &postcard).unwrap();
+        for layer in 0..a.layer_count() {
+            for s in a.domain(layer).iter() {
+                assert_eq!(a.unary(layer, s).to_bits(), b.unary(layer, s).to_bits(), "{name} layer {layer} state {s}");
+            }
+        }
+    }
+}
