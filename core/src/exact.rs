@@ -50,10 +50,10 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(p: &P) -> Result<(So
                 let mut arg = 0;
                 for a in &prev_domain {
                     stats.relaxations += 1;
-                    if !p.compatible(edge, a, b) {
+                    let Some(t) = p.step(edge, a, b) else {
                         continue;
-                    }
-                    let c = get(&best, a) + p.transition(edge, a, b);
+                    };
+                    let c = get(&best, a) + t;
                     if c < min {
                         min = c;
                         arg = a;

@@ -30,6 +30,20 @@ pub trait Problem<const W: usize> {
     fn transition(&self, edge: usize, from: StateIndex, to: StateIndex) -> f32;
     /// Whether `to` at layer `edge + 1` may follow `from` at layer `edge`.
     fn compatible(&self, edge: usize, from: StateIndex, to: StateIndex) -> bool;
+    /// The transition cost of a compatible pair, or `None` if `to` may not
+    /// follow `from`: both answers at once, for the solvers' inner loops.
+    fn step(&self, edge: usize, from: StateIndex, to: StateIndex) -> Option<f32> {
+        if self.compatible(edge, from, to) {
+            Some(self.transition(edge, from, to))
+        } else {
+            None
+        }
+    }
+    /// True if no transition cost is negative, which lets WFC's lookahead
+    /// stop at a neighbour's cheapest state when it follows for free.
+    fn transitions_nonnegative(&self) -> bool {
+        false
+    }
     /// True if every pair across `edge` is compatible and costs nothing, so
     /// that solvers may skip the pairwise work there.
     fn edge_is_free(&self, _edge: usize) -> bool {
@@ -331,6 +345,24 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
             return self.pair(edge, from, to).is_some();
         }
         self.pair(edge, from, to).is_some_and(|(a, b)| constraint::compatible(a, b))
+    }
+
+    fn step(&self, edge: usize, from: StateIndex, to: StateIndex) -> Option<f32> {
+        let (a, b) = self.pair(edge, from, to)?;
+        let checked = self.adjacency.get(edge).copied().unwrap_or(true);
+        if checked && !constraint::compatible(a, b) {
+            return None;
+        }
+        if cost::needs_rewrite(a, b) {
+            self.rewrite.get(edge).copied()
+        } else {
+            Some(0.0)
+        }
+    }
+
+    fn transitions_nonnegative(&self) -> bool {
+        // Rewrites cost a positive time, and everything else nothing.
+        true
     }
 
     fn edge_is_free(&self, edge: usize) -> bool {

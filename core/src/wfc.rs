@@ -213,13 +213,15 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
     /// The best state of `candidates` at `layer`, given its neighbours.
     fn choose(&self, layer: usize, candidates: &Domain<W>) -> Option<StateIndex> {
         let mut best: Option<(StateIndex, f32)> = None;
+        let left = if layer > 0 { self.cheapest(layer - 1) } else { None };
+        let right = if layer + 1 < self.n { self.cheapest(layer + 1) } else { None };
         for s in candidates {
             let mut score = self.p.unary(layer, s);
             if layer > 0 {
-                score += self.neighbour_score(layer - 1, layer - 1, s, true);
+                score += self.neighbour_score(layer - 1, layer - 1, s, true, left);
             }
             if layer + 1 < self.n {
-                score += self.neighbour_score(layer + 1, layer, s, false);
+                score += self.neighbour_score(layer + 1, layer, s, false, right);
             }
             if best.is_none_or(|(_, b)| score < b) {
                 best = Some((s, score));
@@ -228,23 +230,55 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
         best.map(|(s, _)| s)
     }
 
+    /// The cheapest state of an uncollapsed layer and its unary cost, when
+    /// transitions are never negative (so no continuation beats it unless
+    /// it is forbidden or costs a transition).
+    fn cheapest(&self, layer: usize) -> Option<(StateIndex, f32)> {
+        if !self.p.transitions_nonnegative() || self.collapsed.get(layer).copied().unwrap_or(true) {
+            return None;
+        }
+        let d = self.domains.get(layer).copied().unwrap_or(Domain::EMPTY);
+        let mut best: Option<(StateIndex, f32)> = None;
+        for t in &d {
+            let u = self.p.unary(layer, t);
+            if best.is_none_or(|(_, b)| u < b) {
+                best = Some((t, u));
+            }
+        }
+        best
+    }
+
     /// Cost into neighbour `nb` across `edge` for state `s` of the layer
-    /// being collapsed (`s` is the edge's consumer when `s_is_to`).
-    fn neighbour_score(&self, nb: usize, edge: usize, s: StateIndex, s_is_to: bool) -> f32 {
+    /// being collapsed (`s` is the edge's consumer when `s_is_to`);
+    /// `cheapest` is the neighbour's cheapest state, if known.
+    fn neighbour_score(
+        &self,
+        nb: usize,
+        edge: usize,
+        s: StateIndex,
+        s_is_to: bool,
+        cheapest: Option<(StateIndex, f32)>,
+    ) -> f32 {
         let collapsed = self.collapsed.get(nb).copied().unwrap_or(false);
         if (!collapsed && !self.config.lookahead) || self.p.edge_is_free(edge) {
             // A free edge costs nothing and forbids nothing: the term would
             // be the same for every candidate.
             return 0.0;
         }
+        if let Some((t, u)) = cheapest {
+            let (a, b) = if s_is_to { (t, s) } else { (s, t) };
+            // Every continuation costs at least `u`; this one costs exactly that.
+            if self.p.step(edge, a, b) == Some(0.0) {
+                return u;
+            }
+        }
         let d = self.domains.get(nb).copied().unwrap_or(Domain::EMPTY);
         let mut min = f32::INFINITY;
         for t in &d {
             let (a, b) = if s_is_to { (t, s) } else { (s, t) };
-            if !self.p.compatible(edge, a, b) {
+            let Some(mut c) = self.p.step(edge, a, b) else {
                 continue;
-            }
-            let mut c = self.p.transition(edge, a, b);
+            };
             if !collapsed {
                 c += self.p.unary(nb, t);
             }
