@@ -46,6 +46,8 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         },
         commit: env!("HWWFC_COMMIT").to_string(),
         verbose: !args.quiet,
+        select: None,
+        cublas: true,
     };
     let s = runner::run(&opts)?;
     eprintln!(

@@ -29,6 +29,11 @@ pub const SEED: u32 = 20260321;
 /// Bytes written between timed runs to evict the L2.
 pub const FLUSH_BYTES: usize = 256 << 20;
 
+/// Narrows the configurations measured for a workload (all by default):
+/// given the spec with the device's limits, the workload's operator and
+/// every configuration the core allows, the ones to measure.
+pub type Select = Box<dyn Fn(&HardwareSpec, &hwwfc_core::Op, Vec<Config>) -> Vec<Config>>;
+
 /// Picks the spec of a device.
 pub type SpecFor = Box<dyn Fn(&crate::gpu::DeviceInfo) -> Result<HardwareSpec>>;
 
@@ -51,6 +56,10 @@ pub struct Options {
     pub commit: String,
     /// Print a line per workload (for logs) besides the progress bar.
     pub verbose: bool,
+    /// Which configurations to measure (`None`: all).
+    pub select: Option<Select>,
+    /// Also time cuBLAS on every matmul workload.
+    pub cublas: bool,
 }
 
 /// What a run did.
@@ -66,6 +75,10 @@ pub struct Summary {
     pub repaired_bytes: usize,
     /// Wall time, seconds.
     pub seconds: f64,
+    /// Seconds spent compiling the kernels (NVRTC, in parallel).
+    pub compile_seconds: f64,
+    /// Seconds spent measuring each workload (checks and timing), by name.
+    pub workload_seconds: Vec<(String, f64)>,
 }
 
 /// A unit of work: one record to make.
@@ -125,12 +138,17 @@ pub fn run(opts: &Options) -> Result<Summary> {
         };
         match w.op() {
             Some(op) => {
-                for c in config::configs(&spec, &op) {
+                let all = config::configs(&spec, &op);
+                let chosen = match &opts.select {
+                    Some(select) => select(&spec, &op, all),
+                    None => all,
+                };
+                for c in chosen {
                     if !log.contains(&key(Source::Kernel, Some(c))) {
                         tasks.push(Task { source: Source::Kernel, config: Some(c) });
                     }
                 }
-                if op.kind() == OpKind::MatMul && !log.contains(&key(Source::Cublas, None)) {
+                if opts.cublas && op.kind() == OpKind::MatMul && !log.contains(&key(Source::Cublas, None)) {
                     tasks.push(Task { source: Source::Cublas, config: None });
                 }
             }
@@ -153,7 +171,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
 
     let meta_path = opts.out.join("meta.json");
     let run_index = super::meta::begin(&meta_path, opts, &gpu, &spec)?;
+    let compile_start = Instant::now();
     let kernels = compile_all(&gpu, &opts.workloads, &plan)?;
+    summary.compile_seconds = compile_start.elapsed().as_secs_f64();
     let blas = CudaBlas::new(gpu.stream.clone()).map_err(|e| anyhow!("cuBLAS: {e:?}"))?;
     let mut flush: CudaSlice<u32> = gpu.stream.alloc_zeros(FLUSH_BYTES / 4).map_err(drv)?;
 
@@ -166,7 +186,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
     for (wi, tasks) in &plan {
         let w = &opts.workloads[*wi];
         bar.set_message(w.name().to_string());
+        let started = Instant::now();
         let records = ctx.workload(w, tasks)?;
+        summary.workload_seconds.push((w.name().to_string(), started.elapsed().as_secs_f64()));
         for rec in records {
             if rec.status == Status::Failed {
                 summary.failed += 1;
