@@ -39,6 +39,46 @@ pub enum Command {
     /// leave-one-workload-out cross-validation of a fit; with it, exactly
     /// those coefficients. Writes REPORT.md and SVG plots into DIR.
     Report(ReportArgs),
+    /// Measure only the K configurations the calibrated model ranks best
+    /// for each workload, keep the fastest, and compare it with an
+    /// exhaustive search's records.
+    Tune(TuneArgs),
+}
+
+/// Options of `hwwfc tune`.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+
+    /// The workloads file (as for profile; transposes and copies are
+    /// skipped).
+    #[arg(long, value_name = "FILE")]
+    pub workloads: PathBuf,
+
+    /// Configurations to measure per workload; 0 measures all (exhaustive).
+    #[arg(long, value_name = "K")]
+    pub top_k: usize,
+
+    /// Output folder: records.jsonl, meta.json and tune.json (default:
+    /// tune-kK).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Coefficients ranking the configurations (default: the calibrated
+    /// ones built in for the spec, else the defaults).
+    #[arg(long, value_name = "FILE")]
+    pub coefficients: Option<PathBuf>,
+
+    /// Spec (default: the built-in spec named in the device's name).
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+
+    /// Exhaustive records to compare with (a run folder, or a folder of
+    /// runs), such as calib-data/h200.
+    #[arg(long, value_name = "DIR")]
+    pub reference: Option<PathBuf>,
 }
 
 /// Options of `hwwfc calibrate`.
@@ -211,6 +251,22 @@ pub struct ScheduleArgs {
     /// matrices, the exact optimum) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub dump_problem: Option<PathBuf>,
+
+    /// Run the whole schedule on the GPU: its end-to-end time against the
+    /// sum of every layer's measured best (all configurations of each
+    /// layer's shape are measured, into --measure-out). Needs a spec of the
+    /// cuda space.
+    #[arg(long)]
+    pub measure: bool,
+
+    /// CUDA device for --measure.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+
+    /// Folder for the per-layer records of --measure (default:
+    /// measure-MODEL).
+    #[arg(long, value_name = "DIR")]
+    pub measure_out: Option<PathBuf>,
 }
 
 /// The long help after `schedule`'s options: the file formats.

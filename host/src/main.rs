@@ -3,7 +3,7 @@
 //! ```text
 //! main.rs            argument parsing and dispatch
 //! cli.rs             the subcommands and their options
-//! commands/          one module per subcommand (schedule, profile, calibrate, report)
+//! commands/          one module per subcommand (schedule, profile, calibrate, report, tune)
 //! input/             spec, model and coefficient files, and the built-ins
 //! solve.rs           building the problem and running the solvers, timed
 //! timing.rs          median-of-repeats timing
@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         cli::Command::Profile(args) => commands::profile::run(args),
         cli::Command::Calibrate(args) => commands::calibrate::run(args),
         cli::Command::Report(args) => commands::report::run(args),
+        cli::Command::Tune(args) => commands::tune::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

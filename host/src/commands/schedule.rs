@@ -37,5 +37,97 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
 
     let view = ScheduleView { spec: &spec, model: &model, coefficients: &coefficients, outcome: &outcome };
     let text = if args.json { output::json::render(&view)? } else { output::table::render(&view) };
-    output::write_stdout(&text)
+    output::write_stdout(&text)?;
+    if args.measure {
+        measure(args, &spec.spec, &model, &outcome)?;
+    }
+    Ok(())
+}
+
+/// `--measure`: the schedule end to end on the GPU, and each layer's best.
+fn measure(
+    args: &ScheduleArgs,
+    spec: &hwwfc_core::HardwareSpec,
+    model: &model_file::LoadedModel,
+    outcome: &solve::Outcome,
+) -> Result<()> {
+    use crate::profile::config::Config;
+    use crate::profile::workload::Workload;
+    use hwwfc_core::{Op, Problem};
+    if spec.space != hwwfc_core::space::SpaceKind::Cuda {
+        anyhow::bail!("--measure runs the CUDA kernels: use a spec of the cuda space (such as h200)");
+    }
+    // The exact schedule where it ran, else WFC's.
+    let solution = match (&outcome.exact, &outcome.wfc) {
+        (Some(e), _) => &e.solution,
+        (None, Some(w)) => &w.solution,
+        (None, None) => anyhow::bail!("no schedule to measure"),
+    };
+    let mut layers = Vec::new();
+    for (i, (layer, &s)) in model.graph.layers().iter().zip(solution.states.iter()).enumerate() {
+        let plan = outcome.problem.layer(i).ok_or_else(|| anyhow::anyhow!("layer {i} missing"))?;
+        let state = plan.state(s).ok_or_else(|| anyhow::anyhow!("state {s} missing"))?;
+        let name = layer.name.to_string();
+        let w = match layer.op {
+            Op::MatMul { m, n, k, batch, .. } => Workload::MatMul { name, m, n, k, batch },
+            Op::Softmax { rows, cols, .. } => Workload::Softmax { name, rows, cols },
+        };
+        layers.push((w, Config::new(s, state)));
+    }
+    let predicted: f64 =
+        (0..outcome.problem.layer_count()).map(|i| outcome.problem.unary(i, solution.states[i]) as f64).sum();
+    let chain = crate::profile::chain::time_chain(args.gpu, &layers, &crate::gpu::TimingPolicy::default())?;
+    // Every configuration of every layer's shape, for the per-layer best.
+    let out = args.measure_out.clone().unwrap_or_else(|| format!("measure-{}", model.name).into());
+    let opts = crate::profile::runner::Options {
+        gpu: args.gpu,
+        workloads: layers.iter().map(|(w, _)| w.clone()).collect(),
+        out: out.clone(),
+        spec_for: Box::new({
+            let spec = spec.clone();
+            move |_| Ok(spec.clone())
+        }),
+        run_label: format!("measure-{}", model.name),
+        policy: crate::gpu::TimingPolicy::default(),
+        commit: env!("HWWFC_COMMIT").to_string(),
+        verbose: false,
+        select: None,
+        cublas: false,
+    };
+    crate::profile::runner::run(&opts)?;
+    let records = crate::profile::record::read_all(&out.join("records.jsonl"))?;
+    println!("\nmeasured on GPU {} ({}):", args.gpu, out.display());
+    println!("{:<14} {:>24} {:>12} {:>12} {:>24}", "layer", "scheduled", "time_us", "best_us", "best config");
+    let (mut sum_chosen, mut sum_best) = (0.0, 0.0);
+    for (w, c) in &layers {
+        let kind = w.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul);
+        let mine: Vec<_> = records
+            .iter()
+            .filter(|r| r.workload.name() == w.name() && r.status == crate::profile::record::Status::Ok)
+            .filter_map(|r| Some((r.config?, r.timing.as_ref()?.median_us)))
+            .collect();
+        let chosen = mine.iter().find(|(rc, _)| rc.index == c.index).map(|x| x.1);
+        let best = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1));
+        sum_chosen += chosen.unwrap_or(f64::NAN);
+        sum_best += best.map_or(f64::NAN, |b| b.1);
+        println!(
+            "{:<14} {:>24} {:>12.2} {:>12.2} {:>24}",
+            w.name(),
+            c.label(kind),
+            chosen.unwrap_or(f64::NAN),
+            best.map_or(f64::NAN, |b| b.1),
+            best.map_or("-".into(), |b| b.0.label(kind))
+        );
+    }
+    println!(
+        "\nend to end: {:.2} us measured (median of {}), {:.2} us predicted; sum of the scheduled layers alone {:.2} us; \
+         sum of each layer's measured best {:.2} us ({:.1}% of the end-to-end time)",
+        chain.median_us,
+        chain.repeats,
+        predicted,
+        sum_chosen,
+        sum_best,
+        sum_best / chain.median_us * 100.0
+    );
+    Ok(())
 }

@@ -9,6 +9,7 @@
 //!   repair of a truncated last line;
 //! - [`runner`]: the measuring loop on the GPU.
 
+pub mod chain;
 pub mod config;
 pub mod meta;
 pub mod record;

@@ -278,6 +278,53 @@ struct Buffers<T, O> {
     reference: CudaSlice<O>,
 }
 
+/// Fills `buf` with uniform random fp16 values in `[-scale, scale]`.
+pub fn fill_f16(
+    gpu: &Gpu,
+    support: &Arc<cudarc::driver::CudaModule>,
+    buf: &mut CudaSlice<u16>,
+    seed: u32,
+    scale: f32,
+) -> Result<()> {
+    let f = support.load_function("fill_random_f16").map_err(drv)?;
+    let n = buf.len() as u64;
+    let cfg = LaunchConfig { grid_dim: (grid_for(buf.len()), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: fill_random_f16(half_t*, u64, u32, float) writes n elements of buf.
+    unsafe { gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }.map_err(drv)?;
+    Ok(())
+}
+
+/// Fills `buf` with uniform random fp32 values in `[-scale, scale]`.
+pub fn fill_f32(
+    gpu: &Gpu,
+    support: &Arc<cudarc::driver::CudaModule>,
+    buf: &mut CudaSlice<f32>,
+    seed: u32,
+    scale: f32,
+) -> Result<()> {
+    let f = support.load_function("fill_random_f32").map_err(drv)?;
+    let n = buf.len() as u64;
+    let cfg = LaunchConfig { grid_dim: (grid_for(buf.len()), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: fill_random_f32(float*, u64, u32, float) writes n elements of buf.
+    unsafe { gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }.map_err(drv)?;
+    Ok(())
+}
+
+/// The launch of the matmul kernel in configuration `c`: a one-dimensional
+/// grid of tiles in grouped order, the batch along y.
+pub fn matmul_launch(c: &Config, m: u32, n: u32, batch: u32, smem: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(c.tile_n as u32) * m.div_ceil(c.tile_m as u32), batch, 1),
+        block_dim: (c.threads(), 1, 1),
+        shared_mem_bytes: smem,
+    }
+}
+
+/// The launch of the softmax kernel in configuration `c`: a block per row.
+pub fn softmax_launch(c: &Config, rows: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (rows, 1, 1), block_dim: (c.threads(), 1, 1), shared_mem_bytes: 0 }
+}
+
 fn grid_for(n: usize) -> u32 {
     (n.div_ceil(256)).clamp(1, 8192) as u32
 }
@@ -338,23 +385,11 @@ impl RunCtx<'_> {
     }
 
     fn fill_f16(&self, buf: &mut CudaSlice<u16>, seed: u32, scale: f32) -> Result<()> {
-        let f = self.support("fill_random_f16")?;
-        let n = buf.len() as u64;
-        let cfg = LaunchConfig { grid_dim: (grid_for(buf.len()), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: fill_random_f16(half_t*, u64, u32, float) writes n elements of buf.
-        unsafe { self.gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }
-            .map_err(drv)?;
-        Ok(())
+        fill_f16(self.gpu, &self.kernels.support, buf, seed, scale)
     }
 
     fn fill_f32(&self, buf: &mut CudaSlice<f32>, seed: u32, scale: f32) -> Result<()> {
-        let f = self.support("fill_random_f32")?;
-        let n = buf.len() as u64;
-        let cfg = LaunchConfig { grid_dim: (grid_for(buf.len()), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: fill_random_f32(float*, u64, u32, float) writes n elements of buf.
-        unsafe { self.gpu.stream.launch_builder(&f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }
-            .map_err(drv)?;
-        Ok(())
+        fill_f32(self.gpu, &self.kernels.support, buf, seed, scale)
     }
 
     fn poison_f16(&self, buf: &mut CudaSlice<u16>) -> Result<(), DriverError> {
@@ -563,12 +598,7 @@ impl RunCtx<'_> {
             rec.reason = Some(format!("cannot set {smem} bytes of shared memory: {e:?}"));
             return Ok(rec);
         }
-        let cfg = LaunchConfig {
-            // One-dimensional grid of tiles in grouped order; y is the batch.
-            grid_dim: (n.div_ceil(c.tile_n as u32) * m.div_ceil(c.tile_m as u32), batch, 1),
-            block_dim: (c.threads(), 1, 1),
-            shared_mem_bytes: smem,
-        };
+        let cfg = matmul_launch(&c, m, n, batch, smem);
         let (mi, ni, ki) = (m as i32, n as i32, k as i32);
         let stream = self.gpu.stream.clone();
         let sets = buf.inputs.len();
@@ -656,7 +686,7 @@ impl RunCtx<'_> {
             rec.registers = f.num_regs().ok();
             rec.local_bytes = f.local_size_bytes().ok();
             rec.smem_bytes = Some(0);
-            let cfg = LaunchConfig { grid_dim: (rows, 1, 1), block_dim: (c.threads(), 1, 1), shared_mem_bytes: 0 };
+            let cfg = softmax_launch(&c, rows);
             let (ri, ci) = (rows as i32, cols as i32);
             let checked = (|| -> Result<Result<f64, String>, DriverError> {
                 self.poison_f32(&mut out)?;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The comparison of calib-data/h200/compare, in one run on the GPU:
+# HW-WFC's top-4 and top-8 tuning and its exhaustive search, the Llama 3
+# block measured end to end, Triton's autotuner and the vendor libraries,
+# and a profiling run killed half-way and resumed.
+#
+# Usage: run_on_gpu.sh HWWFC_BINARY OUT_DIR
+set -u
+B=$1
+O=$2
+W=calib-data/workloads.json
+mkdir -p "$O"
+export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$O/gpu.txt" 2>&1
+for k in 8 4 0; do
+  "$B" tune --gpu 0 --workloads "$W" --top-k $k --out "$O/k$k" --reference calib-data/h200 > "$O/k$k.txt" 2>&1
+  echo "tune k=$k rc=$?" >> "$O/status.txt"
+done
+"$B" schedule --spec h200 --model llama3-8b-block --measure --measure-out "$O/measure" > "$O/measure.txt" 2>&1
+echo "measure rc=$?" >> "$O/status.txt"
+python3 calib-data/h200/compare/triton_baseline.py "$W" "$O/triton.json" --budget-s 200 > "$O/triton.txt" 2>&1
+echo "triton rc=$?" >> "$O/status.txt"
+# Kill a profiling run with SIGKILL once it has written records, resume it,
+# and check that every (workload, configuration) is recorded exactly once.
+cat > "$O/kill-workloads.json" <<'JSON'
+[{"name": "odd", "kind": "matmul", "m": 77, "n": 197, "k": 96},
+ {"name": "big", "kind": "matmul", "m": 4096, "n": 4096, "k": 4096},
+ {"name": "row", "kind": "softmax", "rows": 3, "cols": 77}]
+JSON
+"$B" profile --gpu 0 --quiet --workloads "$O/kill-workloads.json" --out "$O/kill" > "$O/kill1.txt" 2>&1 &
+pid=$!
+for _ in $(seq 1 120); do
+  sleep 0.5
+  n=$(cat "$O/kill/records.jsonl" 2>/dev/null | wc -l)
+  if [ "$n" -ge 400 ]; then break; fi
+done
+kill -9 $pid; wait $pid 2>/dev/null
+echo "killed after $(wc -l < "$O/kill/records.jsonl") records; last line complete: $(tail -c1 "$O/kill/records.jsonl" | od -An -c)" >> "$O/status.txt"
+"$B" profile --gpu 0 --quiet --workloads "$O/kill-workloads.json" --out "$O/kill" > "$O/kill2.txt" 2>&1
+echo "resume rc=$?" >> "$O/status.txt"
+python3 - "$O/kill/records.jsonl" >> "$O/status.txt" <<'PY'
+import json, sys, collections
+keys = collections.Counter()
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    keys[(r["source"], r["workload"]["name"], (r["config"] or {}).get("index", 0))] += 1
+dups = [k for k, v in keys.items() if v > 1]
+per = collections.Counter(k[1] for k in keys)
+print(f"after resume: {sum(keys.values())} records, {len(keys)} distinct, {len(dups)} duplicated; per workload {dict(per)}")
+PY
+tar czf "$O/results.tar.gz" -C "$O" --exclude results.tar.gz .
