@@ -4,22 +4,29 @@
 # block measured end to end, Triton's autotuner and the vendor libraries,
 # and a profiling run killed half-way and resumed.
 #
-# Usage: run_on_gpu.sh HWWFC_BINARY OUT_DIR
+# Usage: run_on_gpu.sh HWWFC_BINARY OUT_DIR  (the archive lands beside
+# OUT_DIR as results.tar.gz)
 set -u
 B=$1
 O=$2
 W=calib-data/workloads.json
 mkdir -p "$O"
+# Everything goes back as one archive, refreshed after each step so that a
+# run cut short still returns what it measured.
+pack() { tar czf "$O/../results.tar.gz" -C "$O" . ; }
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$O/gpu.txt" 2>&1
 for k in 8 4 0; do
   "$B" tune --gpu 0 --workloads "$W" --top-k $k --out "$O/k$k" --reference calib-data/h200 > "$O/k$k.txt" 2>&1
   echo "tune k=$k rc=$?" >> "$O/status.txt"
+  pack
 done
 "$B" schedule --spec h200 --model llama3-8b-block --measure --measure-out "$O/measure" > "$O/measure.txt" 2>&1
 echo "measure rc=$?" >> "$O/status.txt"
+pack
 python3 calib-data/h200/compare/triton_baseline.py "$W" "$O/triton.json" --budget-s 200 > "$O/triton.txt" 2>&1
 echo "triton rc=$?" >> "$O/status.txt"
+pack
 # Kill a profiling run with SIGKILL once it has written records, resume it,
 # and check that every (workload, configuration) is recorded exactly once.
 cat > "$O/kill-workloads.json" <<'JSON'
@@ -48,4 +55,4 @@ dups = [k for k, v in keys.items() if v > 1]
 per = collections.Counter(k[1] for k in keys)
 print(f"after resume: {sum(keys.values())} records, {len(keys)} distinct, {len(dups)} duplicated; per workload {dict(per)}")
 PY
-tar czf "$O/results.tar.gz" -C "$O" --exclude results.tar.gz .
+pack
