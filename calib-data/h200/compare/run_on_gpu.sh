@@ -13,7 +13,8 @@ W=calib-data/workloads.json
 mkdir -p "$O"
 # Everything goes back as one archive, refreshed after each step so that a
 # run cut short still returns what it measured.
-pack() { tar czf "$O/../results.tar.gz" -C "$O" . ; }
+ARCHIVE=${ARCHIVE:-$O/../results.tar.gz}
+pack() { tar czf "$ARCHIVE" -C "$O" . ; }
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$O/gpu.txt" 2>&1
 for k in 8 4 0; do
