@@ -182,21 +182,26 @@ pub fn run(opts: &Options) -> Result<Summary> {
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta_precise} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let mut ctx = RunCtx { gpu: &gpu, kernels: &kernels, blas: &blas, flush: &mut flush, opts, bar: &bar };
+    let mut ctx = RunCtx {
+        gpu: &gpu,
+        kernels: &kernels,
+        blas: &blas,
+        flush: &mut flush,
+        opts,
+        bar: &bar,
+        log: &mut log,
+        written: 0,
+        failed: 0,
+    };
     for (wi, tasks) in &plan {
         let w = &opts.workloads[*wi];
         bar.set_message(w.name().to_string());
         let started = Instant::now();
-        let records = ctx.workload(w, tasks)?;
+        ctx.workload(w, tasks)?;
         summary.workload_seconds.push((w.name().to_string(), started.elapsed().as_secs_f64()));
-        for rec in records {
-            if rec.status == Status::Failed {
-                summary.failed += 1;
-            }
-            log.append(&rec)?;
-            summary.measured += 1;
-        }
     }
+    summary.measured = ctx.written;
+    summary.failed = ctx.failed;
     bar.finish_and_clear();
     summary.seconds = started.elapsed().as_secs_f64();
     super::meta::finish(&meta_path, run_index, &summary, nvidia_smi(opts.gpu))?;
@@ -268,6 +273,10 @@ struct RunCtx<'a> {
     flush: &'a mut CudaSlice<u32>,
     opts: &'a Options,
     bar: &'a indicatif::ProgressBar,
+    /// Every record is appended here the moment it is made.
+    log: &'a mut RecordLog,
+    written: usize,
+    failed: usize,
 }
 
 /// Device buffers of one workload: rotated input sets, the output and the
@@ -330,6 +339,17 @@ fn grid_for(n: usize) -> u32 {
 }
 
 impl RunCtx<'_> {
+    /// Appends `rec` to the records file at once (flushed to disk), so a
+    /// run killed later loses nothing it measured.
+    fn emit(&mut self, rec: &Record) -> Result<()> {
+        self.log.append(rec)?;
+        self.written += 1;
+        if rec.status == Status::Failed {
+            self.failed += 1;
+        }
+        Ok(())
+    }
+
     fn support(&self, name: &str) -> Result<CudaFunction> {
         self.kernels.support.load_function(name).map_err(drv)
     }
@@ -462,8 +482,16 @@ impl RunCtx<'_> {
         let records = match w {
             Workload::MatMul { m, n, k, batch, .. } => self.matmul(w, [*m, *n, *k, *batch], tasks)?,
             Workload::Softmax { rows, cols, .. } => self.softmax(w, *rows, *cols, tasks)?,
-            Workload::Transpose { rows, cols, .. } => vec![self.transpose(w, *rows, *cols)?],
-            Workload::Copy { bytes, .. } => vec![self.copy(w, *bytes)?],
+            Workload::Transpose { rows, cols, .. } => {
+                let r = self.transpose(w, *rows, *cols)?;
+                self.emit(&r)?;
+                vec![r]
+            }
+            Workload::Copy { bytes, .. } => {
+                let r = self.copy(w, *bytes)?;
+                self.emit(&r)?;
+                vec![r]
+            }
         };
         if self.opts.verbose {
             let best = records
@@ -497,7 +525,7 @@ impl RunCtx<'_> {
         let set_bytes = 2 * (a_len + b_len);
         let sets = self.input_sets(set_bytes);
         if let Err(reason) = self.check_memory(w, set_bytes * sets + 4 * c_len) {
-            return Ok(self.all_failed(w, tasks, &reason));
+            return self.all_failed(w, tasks, &reason);
         }
         let stream = self.gpu.stream.clone();
         let mut inputs = Vec::new();
@@ -532,6 +560,7 @@ impl RunCtx<'_> {
             };
             self.bar.inc(1);
             let sticky = rec.reason.as_deref().is_some_and(|r| r.starts_with("fatal:"));
+            self.emit(&rec)?;
             records.push(rec);
             if sticky {
                 return Err(anyhow!(
@@ -543,16 +572,16 @@ impl RunCtx<'_> {
         Ok(records)
     }
 
-    fn all_failed(&self, w: &Workload, tasks: &[Task], reason: &str) -> Vec<Record> {
+    fn all_failed(&mut self, w: &Workload, tasks: &[Task], reason: &str) -> Result<Vec<Record>> {
         self.bar.inc(tasks.len() as u64);
-        tasks
-            .iter()
-            .map(|t| {
-                let mut r = self.base_record(w, t.source, t.config);
-                r.reason = Some(reason.to_string());
-                r
-            })
-            .collect()
+        let mut out = Vec::new();
+        for t in tasks {
+            let mut r = self.base_record(w, t.source, t.config);
+            r.reason = Some(reason.to_string());
+            self.emit(&r)?;
+            out.push(r);
+        }
+        Ok(out)
     }
 
     fn time_cublas(&mut self, w: &Workload, dims: [u32; 4], buf: &mut Buffers<u16, u16>) -> Result<Record> {
@@ -648,7 +677,7 @@ impl RunCtx<'_> {
         let set_bytes = 4 * len;
         let sets = self.input_sets(set_bytes);
         if let Err(reason) = self.check_memory(w, set_bytes * (sets + 2)) {
-            return Ok(self.all_failed(w, tasks, &reason));
+            return self.all_failed(w, tasks, &reason);
         }
         let stream = self.gpu.stream.clone();
         let mut inputs = Vec::new();
@@ -677,6 +706,7 @@ impl RunCtx<'_> {
                 Some(Ok(f)) => f.clone(),
                 Some(Err(log)) => {
                     rec.reason = Some(format!("compile: {}", log.lines().take(3).collect::<Vec<_>>().join(" | ")));
+                    self.emit(&rec)?;
                     records.push(rec);
                     self.bar.inc(1);
                     continue;
@@ -732,6 +762,7 @@ impl RunCtx<'_> {
                 }
             }
             self.bar.inc(1);
+            self.emit(&rec)?;
             records.push(rec);
             if fatal {
                 return Err(anyhow!("the GPU context is lost; the records so far are saved"));
