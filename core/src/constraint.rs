@@ -113,9 +113,11 @@ fn geometry_ok(op: &Op, state: &State) -> bool {
         }
         // Every thread holds the same number (at least one) of elements
         // of a column block.
+        // (Counted in u32: a state from outside the tables may have more
+        // threads than a u16 holds.)
         Op::Softmax { .. } => {
-            let threads = state.threads() as u16;
-            threads > 0 && t.n >= threads && t.n % threads == 0
+            let (threads, n) = (state.threads(), t.n as u32);
+            threads > 0 && n >= threads && n % threads == 0
         }
     }
 }

@@ -386,10 +386,12 @@ pub fn transition_cost(spec: &HardwareSpec, k: &Coefficients, bytes: u64, prev: 
     }
 }
 
-/// Bytes of the layer's input that arrives from outside the graph.
+/// Bytes of the layer's input that arrives from outside the graph
+/// (`u64::MAX` where that overflows, as for [`Op::output_bytes`]).
 pub fn input_bytes(op: &Op) -> u64 {
-    match *op {
-        Op::MatMul { m, k, batch, dtype, .. } => m as u64 * k as u64 * batch as u64 * dtype.bytes() as u64,
-        Op::Softmax { rows, cols, dtype } => rows as u64 * cols as u64 * dtype.bytes() as u64,
-    }
+    let dims: [u64; 4] = match *op {
+        Op::MatMul { m, k, batch, dtype, .. } => [m as u64, k as u64, batch as u64, dtype.bytes() as u64],
+        Op::Softmax { rows, cols, dtype } => [rows as u64, cols as u64, 1, dtype.bytes() as u64],
+    };
+    dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d))
 }

@@ -102,10 +102,12 @@ impl Op {
         }
     }
 
-    /// Bytes of the output tensor (in the input element type).
+    /// Bytes of the output tensor (in the input element type); `u64::MAX`
+    /// where that overflows, which only a shape [`Op::validate`] refuses
+    /// can do (a decoded one, before it is checked).
     pub fn output_bytes(&self) -> u64 {
         let (r, c) = self.output_dims();
-        r * c * self.dtype().bytes() as u64
+        r.saturating_mul(c).saturating_mul(self.dtype().bytes() as u64)
     }
 
     /// Floating-point operations of one evaluation.

@@ -30,14 +30,23 @@ pub struct Usage {
     pub registers_per_thread: u32,
 }
 
-/// The resources one block of `state` uses when it runs `op`.
+/// The resources one block of `state` uses when it runs `op`. Any state is
+/// accepted, from a candidate table or not (a decoded schedule's, a
+/// record's): a count that does not fit a `u32` saturates at `u32::MAX`,
+/// which no limit admits.
 pub fn usage(op: &Op, state: &State) -> Usage {
     let e = op.dtype().bytes();
     let (bm, bn, bk) = (state.tile.m as u32, state.tile.n as u32, state.tile.k as u32);
     let threads = state.threads().max(1);
+    // Saturating products and sums: the tables' states stay far below
+    // `u32::MAX`, where these equal the plain ones.
+    let mul = |a: u32, b: u32| a.saturating_mul(b);
     let (sram_bytes, registers_per_thread) = match (op, state.placement) {
         // Operand tiles and the fp32 accumulator all live in SRAM.
-        (Op::MatMul { .. }, Placement::Sram) => ((bm * bk + bk * bn) * e + bm * bn * 4, BASE_REGISTERS_PER_THREAD),
+        (Op::MatMul { .. }, Placement::Sram) => (
+            mul(mul(bm, bk).saturating_add(mul(bk, bn)), e).saturating_add(mul(mul(bm, bn), 4)),
+            BASE_REGISTERS_PER_THREAD,
+        ),
         (Op::MatMul { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),
         (Op::MatMul { .. }, Placement::Pipelined) => {
             let stages = state.stages.max(1) as u32;
@@ -46,12 +55,12 @@ pub fn usage(op: &Op, state: &State) -> Usage {
             // Accumulators: one fp32 per output element, spread over the
             // threads; fragments: A is 16 rows x 16 k (4 registers per
             // thread), B is 8 columns x 16 k (2 registers) per mma tile.
-            let acc = bm * bn / threads;
+            let acc = mul(bm, bn) / threads;
             let frags = (bm / wm).div_ceil(16) * 4 + (bn / wn).div_ceil(8) * 2;
-            let per_stage = bm * (bk + SMEM_ROW_PAD) + bk * (bn + SMEM_ROW_PAD);
-            (stages * per_stage * e, acc + frags + BASE_REGISTERS_PER_THREAD)
+            let per_stage = mul(bm, bk + SMEM_ROW_PAD).saturating_add(mul(bk, bn + SMEM_ROW_PAD));
+            (mul(mul(stages, per_stage), e), acc.saturating_add(frags + BASE_REGISTERS_PER_THREAD))
         }
-        (Op::Softmax { .. }, Placement::Sram) => (bm * bn * e, BASE_REGISTERS_PER_THREAD),
+        (Op::Softmax { .. }, Placement::Sram) => (mul(mul(bm, bn), e), BASE_REGISTERS_PER_THREAD),
         (Op::Softmax { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),
         (Op::Softmax { .. }, Placement::Pipelined) => {
             // The row chunk sits in registers; shared memory holds one

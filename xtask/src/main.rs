@@ -3,7 +3,8 @@
 //! - `cargo xtask test`: every check of the project, in order: formatting,
 //!   clippy with warnings denied, the workspace's tests, the core built for
 //!   a bare-metal Cortex-M4F (with and without `defmt`), the core's
-//!   documentation with warnings denied, and `cargo xtask qemu`. What a step
+//!   documentation with warnings denied, the fuzz crate's formatting, the
+//!   panic check, and `cargo xtask qemu`. What a step
 //!   needs and misses (a rustup target, `qemu-system-arm`) is installed
 //!   first. A summary table ends the run; the exit status is non-zero if any
 //!   step failed.
@@ -12,7 +13,15 @@
 //!   image run in `qemu-system-arm` (mps2-an386) with their defmt logs
 //!   decoded; then a table of the instructions per solve, the stack
 //!   high-water marks, flash and static RAM, against the targets.
+//! - `cargo xtask fuzz`: every cargo-fuzz target of `fuzz/` for a bounded
+//!   time (a minute each by default), its corpus minimized, and a table of
+//!   executions and crashes (see `fuzz.rs`). The committed corpus and crash
+//!   inputs are replayed by the workspace's tests in `cargo xtask test`,
+//!   which also links the panic check (`panic-check/`): the core's
+//!   decoders, builders and solvers in a bare-metal image with no panic
+//!   handler, which links only if no panic is reachable.
 
+mod fuzz;
 mod qemu;
 
 use std::path::PathBuf;
@@ -49,10 +58,16 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("test") => test(),
         Some("qemu") => qemu::qemu(),
+        Some("fuzz") => fuzz::fuzz(args.get(1..).unwrap_or_default()),
         _ => {
-            eprintln!("usage: cargo xtask test | qemu");
-            eprintln!("  test   run every check of the project (fmt, clippy, tests, embedded build, docs, qemu)");
+            eprintln!("usage: cargo xtask test | qemu | fuzz [--seconds N] [--no-minimize] [TARGET...]");
+            eprintln!(
+                "  test   run every check of the project (fmt, clippy, tests, embedded build, docs, panic check, qemu)"
+            );
             eprintln!("  qemu   build the firmware, run its on-target tests in QEMU, print the on-target table");
+            eprintln!(
+                "  fuzz   run every fuzz target for a bounded time (nightly and cargo-fuzz, installed if missing)"
+            );
             ExitCode::from(2)
         }
     }
@@ -127,6 +142,7 @@ fn test() -> ExitCode {
     let mut doc = step("core docs (-D warnings)", cargo, &["doc", "-p", "hwwfc-core", "--no-deps"]);
     doc.env.push(("RUSTDOCFLAGS", "-D warnings"));
     steps.push(doc);
+    steps.extend(fuzz::test_steps());
     let xtask = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "xtask".into());
     steps.push(step("on-target tests in QEMU (cargo xtask qemu)", &xtask, &["qemu"]));
     let results = run_steps(&steps);

@@ -1,0 +1,3 @@
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| hwwfc_fuzz::core_checks::wire_decode(data));
