@@ -5,6 +5,7 @@
 //! before each); append the record at once.
 
 use super::config::{self, Config};
+use super::faults;
 use super::record::{Key, Record, RecordLog, Source, Status};
 use super::workload::Workload;
 use crate::gpu::device::nvidia_smi;
@@ -103,16 +104,13 @@ fn drv(e: DriverError) -> anyhow::Error {
 
 /// Errors after which the context cannot be trusted.
 fn is_sticky(e: &DriverError) -> bool {
-    use cudarc::driver::sys::CUresult::*;
-    matches!(
-        e.0,
-        CUDA_ERROR_ILLEGAL_ADDRESS
-            | CUDA_ERROR_LAUNCH_FAILED
-            | CUDA_ERROR_ILLEGAL_INSTRUCTION
-            | CUDA_ERROR_MISALIGNED_ADDRESS
-            | CUDA_ERROR_HARDWARE_STACK_ERROR
-            | CUDA_ERROR_UNKNOWN
-    )
+    faults::is_sticky(e.0)
+}
+
+/// The reason of a failed record for a driver error at `stage`: its name
+/// and the driver's message (see [`faults::driver_failure`]).
+fn launch_failure(stage: &str, e: &DriverError) -> String {
+    faults::driver_failure(stage, e.0, e.error_string().ok().and_then(|s| s.to_str().ok()))
 }
 
 /// Runs the profile; returns what it did.
@@ -393,15 +391,7 @@ impl RunCtx<'_> {
     /// Refuses a workload that cannot fit, naming the sizes.
     fn check_memory(&self, w: &Workload, need: usize) -> Result<(), String> {
         let (free, _) = self.gpu.ctx.mem_get_info().map_err(|e| format!("{e:?}"))?;
-        if need + FLUSH_BYTES > free * 9 / 10 {
-            return Err(format!(
-                "out of memory: `{}` needs {:.2} GiB of device memory, {:.2} GiB are free",
-                w.name(),
-                need as f64 / (1u64 << 30) as f64,
-                free as f64 / (1u64 << 30) as f64
-            ));
-        }
-        Ok(())
+        faults::memory_verdict(w.name(), need as u64, free as u64)
     }
 
     fn fill_f16(&self, buf: &mut CudaSlice<u16>, seed: u32, scale: f32) -> Result<()> {
@@ -559,15 +549,10 @@ impl RunCtx<'_> {
                 },
             };
             self.bar.inc(1);
-            let sticky = rec.reason.as_deref().is_some_and(|r| r.starts_with("fatal:"));
             self.emit(&rec)?;
+            // A failure the context survives is recorded and the run goes on.
+            faults::after(&rec)?;
             records.push(rec);
-            if sticky {
-                return Err(anyhow!(
-                    "the GPU context is lost ({}); the records so far are saved",
-                    records.last().and_then(|r| r.reason.clone()).unwrap_or_default()
-                ));
-            }
         }
         Ok(records)
     }
@@ -611,10 +596,7 @@ impl RunCtx<'_> {
         let program = c.program(OpKind::MatMul);
         let f = match self.kernels.by_program.get(&program) {
             Some(Ok(f)) => f.clone(),
-            Some(Err(log)) => {
-                rec.reason = Some(format!("compile: {}", log.lines().take(3).collect::<Vec<_>>().join(" | ")));
-                return Ok(rec);
-            }
+            Some(Err(log)) => return Ok(faults::failed(rec, faults::compile_failure(log))),
             None => bail!("kernel {} was not compiled", c.label(OpKind::MatMul)),
         };
         let smem = c.dynamic_smem(&op);
@@ -644,7 +626,7 @@ impl RunCtx<'_> {
         })();
         match checked {
             Err(e) => {
-                rec.reason = Some(format!("{}launch: {e:?}", if is_sticky(&e) { "fatal: " } else { "" }));
+                rec.reason = Some(launch_failure("launch", &e));
                 return Ok(rec);
             }
             Ok(Err(why)) => {
@@ -666,7 +648,7 @@ impl RunCtx<'_> {
         match timed {
             Ok(t) => Ok(self.finish_ok(w, rec, t)),
             Err(e) => {
-                rec.reason = Some(format!("{}timed launch: {e:?}", if is_sticky(&e) { "fatal: " } else { "" }));
+                rec.reason = Some(launch_failure("timed launch", &e));
                 Ok(rec)
             }
         }
@@ -705,7 +687,7 @@ impl RunCtx<'_> {
             let f = match self.kernels.by_program.get(&program) {
                 Some(Ok(f)) => f.clone(),
                 Some(Err(log)) => {
-                    rec.reason = Some(format!("compile: {}", log.lines().take(3).collect::<Vec<_>>().join(" | ")));
+                    let rec = faults::failed(rec, faults::compile_failure(log));
                     self.emit(&rec)?;
                     records.push(rec);
                     self.bar.inc(1);
@@ -729,7 +711,7 @@ impl RunCtx<'_> {
             match checked {
                 Err(e) => {
                     fatal = is_sticky(&e);
-                    rec.reason = Some(format!("{}launch: {e:?}", if fatal { "fatal: " } else { "" }));
+                    rec.reason = Some(launch_failure("launch", &e));
                 }
                 Ok(Err(why)) => rec.reason = Some(why),
                 Ok(Ok(err)) => {
@@ -756,7 +738,7 @@ impl RunCtx<'_> {
                         Ok(t) => rec = self.finish_ok(w, rec, t),
                         Err(e) => {
                             fatal = is_sticky(&e);
-                            rec.reason = Some(format!("{}timed launch: {e:?}", if fatal { "fatal: " } else { "" }));
+                            rec.reason = Some(launch_failure("timed launch", &e));
                         }
                     }
                 }
@@ -765,7 +747,10 @@ impl RunCtx<'_> {
             self.emit(&rec)?;
             records.push(rec);
             if fatal {
-                return Err(anyhow!("the GPU context is lost; the records so far are saved"));
+                return Err(anyhow!(
+                    "the GPU context is lost ({}); the records so far are saved, rerun to resume",
+                    records.last().and_then(|r| r.reason.clone()).unwrap_or_default()
+                ));
             }
         }
         Ok(records)
@@ -824,7 +809,7 @@ impl RunCtx<'_> {
 
     fn copy(&mut self, w: &Workload, bytes: u64) -> Result<Record> {
         let mut rec = self.base_record(w, Source::Copy, None);
-        if let Err(reason) = self.check_memory(w, 2 * bytes as usize) {
+        if let Err(reason) = self.check_memory(w, bytes.saturating_mul(2) as usize) {
             rec.reason = Some(reason);
             self.bar.inc(1);
             return Ok(rec);
