@@ -121,9 +121,16 @@ pub struct ReportArgs {
     #[arg(long, value_name = "DIR")]
     pub data: PathBuf,
 
-    /// Evaluate exactly these coefficients (no refit).
+    /// Evaluate exactly these coefficients (no refit). A file fitted for
+    /// another spec or on another GPU than the records' is refused unless
+    /// --allow-other-gpu is given.
     #[arg(long, value_name = "FILE")]
     pub coefficients: Option<PathBuf>,
+
+    /// Use a coefficients file fitted for another spec or on another GPU
+    /// anyway (with a warning).
+    #[arg(long)]
+    pub allow_other_gpu: bool,
 
     /// Spec whose rates the model uses (default: the built-in spec named in
     /// the device's name).
@@ -234,10 +241,16 @@ pub struct ScheduleArgs {
     pub seq: Option<u32>,
 
     /// Cost-model coefficients: a JSON file, bare or in the calibration
-    /// wrapper {"format_version": 2, "gpu": ..., "coefficients": {...}}
-    /// (default: the model's built-in coefficients).
+    /// wrapper {"format_version": 2, "gpu": ..., "spec": ..., "coefficients":
+    /// {...}} (default: the model's built-in coefficients). A wrapper whose
+    /// spec is not --spec's is refused unless --allow-other-gpu is given.
     #[arg(long, value_name = "FILE")]
     pub coefficients: Option<PathBuf>,
+
+    /// Use a coefficients file fitted for another spec anyway (with a
+    /// warning).
+    #[arg(long)]
+    pub allow_other_gpu: bool,
 
     /// Which solver to run.
     #[arg(long, value_enum, default_value_t = SolverChoice::Both)]

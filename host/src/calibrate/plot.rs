@@ -1,6 +1,7 @@
 //! Plots of a report (SVG, with `plotters`): predicted against measured
 //! time per workload, and the per-workload rho of the model, the baseline
-//! and the test-retest ceiling.
+//! and the test-retest ceiling. Each is drawn in memory and written with
+//! [`crate::atomic_write`], so no plot is ever left half-written.
 
 use super::report::Report;
 use anyhow::{anyhow, Result};
@@ -19,7 +20,13 @@ pub fn scatter(path: &Path, title: &str, predicted: &[f64], measured: &[f64]) ->
         return Ok(());
     }
     let (lo, hi) = (lo * 0.8, hi * 1.25);
-    let root = SVGBackend::new(path, (520, 480)).into_drawing_area();
+    let mut svg = String::new();
+    draw_scatter(&mut svg, title, predicted, measured, lo, hi)?;
+    crate::atomic_write::write(path, svg.as_bytes())
+}
+
+fn draw_scatter(svg: &mut String, title: &str, predicted: &[f64], measured: &[f64], lo: f64, hi: f64) -> Result<()> {
+    let root = SVGBackend::with_string(svg, (520, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 16))
@@ -53,7 +60,13 @@ pub fn rho_chart(path: &Path, report: &Report) -> Result<()> {
     let n = report.rows.len();
     let lowest = report.rows.iter().flat_map(|r| [r.model.rho, r.baseline.rho]).fold(0.0f64, f64::min);
     let x_from = (lowest - 0.05).max(-1.0);
-    let root = SVGBackend::new(path, (900, 140 + 18 * n as u32)).into_drawing_area();
+    let mut svg = String::new();
+    draw_rho_chart(&mut svg, report, n, x_from)?;
+    crate::atomic_write::write(path, svg.as_bytes())
+}
+
+fn draw_rho_chart(svg: &mut String, report: &Report, n: usize, x_from: f64) -> Result<()> {
+    let root = SVGBackend::with_string(svg, (900, 140 + 18 * n as u32)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("Spearman rho per workload ({})", report.method), ("sans-serif", 16))

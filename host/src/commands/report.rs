@@ -11,6 +11,13 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let (report, k, md, plots, title) = match &args.coefficients {
         Some(path) => {
             let loaded = coefficients_file::load(Some(path))?;
+            // Coefficients of another GPU do not describe these records.
+            let gpu = Some(l.data.device.name.as_str());
+            if let Some(warning) =
+                coefficients_file::check_provenance(&loaded, &l.spec_name, gpu, args.allow_other_gpu)?
+            {
+                eprintln!("warning: {warning}");
+            }
             let stem = path.file_stem().map_or_else(|| "coefficients".into(), |s| s.to_string_lossy().into_owned());
             let report = session::coefficients_report(&l, &loaded.coefficients, &path.display().to_string());
             let md = args.data.join(format!("REPORT-{stem}.md"));

@@ -19,6 +19,12 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
         (None, Some(calibrated)) => calibrated,
         (path, _) => coefficients_file::load(path.as_deref())?,
     };
+    // Coefficients fitted for another spec describe another GPU.
+    if let Some(warning) =
+        coefficients_file::check_provenance(&coefficients, &spec.spec.name, None, args.allow_other_gpu)?
+    {
+        eprintln!("warning: {warning}");
+    }
     let solvers = match args.solver {
         SolverChoice::Wfc => Solvers { wfc: true, exact: false },
         SolverChoice::Exact => Solvers { wfc: false, exact: true },

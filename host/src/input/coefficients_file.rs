@@ -14,6 +14,13 @@
 //! An object with a `format_version` or `coefficients` key is read as the
 //! wrapper. Unknown fields are rejected, and every coefficient must be a
 //! positive, finite number ([`hwwfc_core::Coefficients::validate`]).
+//!
+//! Coefficients fitted on one GPU describe that GPU: a wrapper whose
+//! `spec` differs from the spec in use, or whose `gpu` differs from the GPU
+//! the records were measured on, is refused ([`check_provenance`]) unless
+//! the command is given `--allow-other-gpu`, which turns the refusal into a
+//! warning. A bare object says nothing of where it comes from and is used
+//! as it is.
 
 use super::json::{self, FieldError};
 use anyhow::{anyhow, bail, Result};
@@ -78,12 +85,49 @@ pub struct LoadedCoefficients {
     pub coefficients: Coefficients,
     /// Where they came from.
     pub origin: Origin,
+    /// The spec the wrapper says they go with, if it says.
+    pub spec: Option<String>,
 }
 
 impl LoadedCoefficients {
     /// The defaults of the cost model.
     pub fn default_model() -> Self {
-        LoadedCoefficients { coefficients: Coefficients::default(), origin: Origin::Default }
+        LoadedCoefficients { coefficients: Coefficients::default(), origin: Origin::Default, spec: None }
+    }
+}
+
+/// Checks that coefficients from a file go with the spec in use (`spec`,
+/// its name) and, where known, the GPU the records were measured on
+/// (`gpu`, as the driver names it). A mismatch is an error that names the
+/// file and both sides, unless `allow` (`--allow-other-gpu`); then the
+/// returned warning says the same. Defaults and built-in coefficients
+/// always pass.
+pub fn check_provenance(
+    loaded: &LoadedCoefficients,
+    spec: &str,
+    gpu: Option<&str>,
+    allow: bool,
+) -> Result<Option<String>> {
+    let Origin::File { path, gpu: fitted_on } = &loaded.origin else {
+        return Ok(None);
+    };
+    let mut differs = Vec::new();
+    if let Some(s) = loaded.spec.as_deref().filter(|s| *s != spec) {
+        differs.push(format!("fitted for spec `{s}`, the spec in use is `{spec}`"));
+    }
+    if let (Some(g), Some(in_use)) = (fitted_on.as_deref(), gpu) {
+        if g != in_use {
+            differs.push(format!("fitted on `{g}`, the records are of `{in_use}`"));
+        }
+    }
+    if differs.is_empty() {
+        return Ok(None);
+    }
+    let what = format!("{}: coefficients of another GPU: {}", path.display(), differs.join("; "));
+    if allow {
+        Ok(Some(format!("{what} (used anyway: --allow-other-gpu)")))
+    } else {
+        bail!("{what}; refit them on this GPU, or pass --allow-other-gpu to use them anyway")
     }
 }
 
@@ -122,9 +166,9 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedCoefficients> {
     };
     let wrapped = object.contains_key("format_version") || object.contains_key("coefficients");
     let fail = |e: FieldError| anyhow!("{file}: {e}");
-    let (coefficients, gpu, prefix) = if wrapped {
+    let (coefficients, gpu, spec, prefix) = if wrapped {
         let w: Wrapper = json::from_value(value).map_err(fail)?;
-        let _ = (&w.spec, &w.fitted);
+        let _ = &w.fitted;
         if w.format_version != COEFFICIENTS_VERSION as u64 {
             bail!(
                 "{file}: field `format_version`: version {} is not supported (this build reads version {COEFFICIENTS_VERSION})",
@@ -132,14 +176,14 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedCoefficients> {
             );
         }
         let c: Coefficients = json::from_value(w.coefficients).map_err(|e| fail(e.under("coefficients")))?;
-        (c, w.gpu, "coefficients.")
+        (c, w.gpu, w.spec, "coefficients.")
     } else {
-        (json::from_value::<Coefficients>(value).map_err(fail)?, None, "")
+        (json::from_value::<Coefficients>(value).map_err(fail)?, None, None, "")
     };
     coefficients
         .validate()
         .map_err(|name| anyhow!("{file}: field `{prefix}{name}`: must be a positive, finite number"))?;
-    Ok(LoadedCoefficients { coefficients, origin: Origin::File { path: path.to_path_buf(), gpu } })
+    Ok(LoadedCoefficients { coefficients, origin: Origin::File { path: path.to_path_buf(), gpu }, spec })
 }
 
 #[cfg(test)]
@@ -162,6 +206,35 @@ mod tests {
         let w = json!({"format_version": COEFFICIENTS_VERSION, "gpu": "h200", "coefficients": bare()});
         let c = from_json(w, Path::new("c.json")).unwrap();
         assert_eq!(c.origin, Origin::File { path: "c.json".into(), gpu: Some("h200".into()) });
+    }
+
+    #[test]
+    fn coefficients_of_another_gpu_are_refused_unless_allowed() {
+        let w = json!({"format_version": COEFFICIENTS_VERSION, "gpu": "NVIDIA H200", "spec": "h200", "coefficients": bare()});
+        let c = from_json(w, Path::new("c.json")).unwrap();
+        assert_eq!(c.spec.as_deref(), Some("h200"));
+        assert_eq!(check_provenance(&c, "h200", Some("NVIDIA H200"), false).unwrap(), None);
+        assert_eq!(check_provenance(&c, "h200", None, false).unwrap(), None);
+        let e = check_provenance(&c, "a100", None, false).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "c.json: coefficients of another GPU: fitted for spec `h200`, the spec in use is `a100`; refit them on \
+             this GPU, or pass --allow-other-gpu to use them anyway"
+        );
+        let e = check_provenance(&c, "h200", Some("NVIDIA A100-SXM4-80GB"), false).unwrap_err().to_string();
+        assert!(e.contains("fitted on `NVIDIA H200`, the records are of `NVIDIA A100-SXM4-80GB`"), "{e}");
+        let warning = check_provenance(&c, "a100", Some("NVIDIA A100"), true).unwrap().unwrap();
+        assert!(
+            warning.contains("spec `h200`") && warning.contains("`NVIDIA H200`") && warning.contains("used anyway")
+        );
+        // A bare file says nothing of its GPU; the defaults and the built-in
+        // coefficients are always fine.
+        let bare_file = from_json(bare(), Path::new("c.json")).unwrap();
+        assert_eq!(check_provenance(&bare_file, "a100", Some("NVIDIA A100"), false).unwrap(), None);
+        let default = LoadedCoefficients::default_model();
+        assert_eq!(check_provenance(&default, "a100", None, false).unwrap(), None);
+        let builtin = calibrated_for("h200").unwrap().unwrap();
+        assert_eq!(check_provenance(&builtin, "h200", None, false).unwrap(), None);
     }
 
     #[test]

@@ -115,12 +115,14 @@ mod tests {
     use super::super::workload::Workload;
     use super::*;
     use crate::gpu::Timing;
+    use hwwfc_core::space::{self, SpaceKind};
+    use hwwfc_core::OpKind;
 
     fn base(index: u16) -> Record {
         Record {
             source: Source::Kernel,
             workload: Workload::MatMul { name: "mm".into(), m: 64, n: 64, k: 64, batch: 1 },
-            config: Some(Config { index, tile_m: 64, tile_n: 64, tile_k: 32, warps_m: 2, warps_n: 2, stages: 3 }),
+            config: Some(Config::new(index, &space::states(SpaceKind::Cuda, OpKind::MatMul)[index as usize])),
             status: Status::Failed,
             reason: None,
             error: None,

@@ -4,13 +4,19 @@
 //!
 //! Reopening a file resumes it: every complete line is a finished
 //! measurement and is not repeated. A last line without its newline (the
-//! process died while writing it) is cut off and measured again; any other
-//! line that does not parse is an error naming the file and the line.
+//! process died while writing it, perhaps in the middle of a character) is
+//! cut off and measured again; any other line that does not parse, or that
+//! describes what the profiler cannot have measured (an invalid shape, a
+//! configuration that is not the core's state at its index, a success
+//! without a positive time), is an error naming the file and the line.
+//! Reading a finished file ([`read_all`]) refuses a truncated last line
+//! with its file and line, rather than dropping it.
 
 use super::config::Config;
 use super::workload::Workload;
 use crate::gpu::Timing;
 use anyhow::{bail, Context, Result};
+use hwwfc_core::space::{self, SpaceKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -97,34 +103,93 @@ impl Record {
     }
 }
 
-/// Parses the complete lines of `text`; `Err` names `path` and the line.
-fn parse_lines(path: &Path, text: &str) -> Result<Vec<Record>> {
+impl Record {
+    /// Checks what the record says against what the profiler measures: a
+    /// valid shape, the core's state at its configuration's index, and a
+    /// positive, finite time where it succeeded.
+    pub fn check(&self) -> Result<(), String> {
+        let name = self.workload.name();
+        self.workload.check().map_err(|e| format!("workload `{name}`: {e}"))?;
+        match (self.workload.op(), &self.config) {
+            (Some(op), Some(c)) => {
+                let table = space::states(SpaceKind::Cuda, op.kind());
+                if table.get(c.index as usize) != Some(&c.state()) {
+                    return Err(format!(
+                        "workload `{name}`: configuration {} is not the core's {} state {} (records of another version?)",
+                        c.index,
+                        op.kind().name(),
+                        c.index
+                    ));
+                }
+            }
+            (None, Some(_)) => {
+                return Err(format!("workload `{name}`: a {} has no configuration", self.workload.shape()))
+            }
+            _ => {}
+        }
+        if self.status == Status::Ok {
+            let Some(t) = &self.timing else {
+                return Err(format!("workload `{name}`: a successful record without its timing"));
+            };
+            for (field, v) in [("median_us", t.median_us), ("min_us", t.min_us), ("max_us", t.max_us)] {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(format!("workload `{name}`: `timing.{field}` is {v}, not a positive time"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses the complete lines of `bytes`; `Err` names `path` and the line.
+fn parse_lines(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let at = || format!("{}:{}", path.display(), i + 1);
+        let line = std::str::from_utf8(line).with_context(|| format!("{}: not UTF-8 text", at()))?;
         if line.trim().is_empty() {
             continue;
         }
-        let rec: Record =
-            serde_json::from_str(line).with_context(|| format!("{}:{}: malformed record", path.display(), i + 1))?;
+        let rec: Record = serde_json::from_str(line).with_context(|| format!("{}: malformed record", at()))?;
+        rec.check().map_err(|e| anyhow::anyhow!("{}: invalid record: {e}", at()))?;
         out.push(rec);
     }
     Ok(out)
 }
 
-// Read by the calibrator, which is not wired in yet.
-#[allow(dead_code)]
-/// Reads every record of a finished file; a truncated or malformed line is
-/// an error naming the file and the line.
+/// Reads every record of a finished file; a truncated, malformed or
+/// invalid line is an error naming the file and the line.
 pub fn read_all(path: &Path) -> Result<Vec<Record>> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    if !text.is_empty() && !text.ends_with('\n') {
-        let line = text.lines().count();
+    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        let line = bytes.split(|&b| b == b'\n').count();
         bail!(
             "{}:{line}: truncated record (the run that wrote it was interrupted; rerun it to resume)",
             path.display()
         );
     }
-    parse_lines(path, &text)
+    parse_lines(path, &bytes)
+}
+
+/// Checks an output folder before a run that would resume it, changing
+/// nothing: `out` is a folder (or does not exist yet), its `records.jsonl`
+/// holds only valid records (a truncated last line aside, which the run
+/// measures again) and its `meta.json` reads. Returns the records found.
+pub fn check_output(out: &Path) -> Result<usize> {
+    if out.exists() && !out.is_dir() {
+        bail!("{}: not a folder (the output folder holds records.jsonl and meta.json)", out.display());
+    }
+    let path = out.join("records.jsonl");
+    let records = match std::fs::read(&path) {
+        Ok(bytes) => {
+            let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            parse_lines(&path, bytes.get(..complete).unwrap_or_default())?.len()
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", path.display())),
+    };
+    super::meta::read(&out.join("meta.json"))?;
+    Ok(records)
 }
 
 /// A records file open for appending, with the keys already in it.
@@ -148,15 +213,18 @@ impl RecordLog {
             .create(true)
             .open(path)
             .with_context(|| format!("{}: cannot open", path.display()))?;
-        let mut text = String::new();
-        file.read_to_string(&mut text).with_context(|| format!("{}: cannot read", path.display()))?;
-        let complete = text.rfind('\n').map_or(0, |i| i + 1);
-        let repaired_bytes = text.len() - complete;
+        // Bytes, not text: a run killed in the middle of a character leaves
+        // a last line that is not UTF-8, and it is cut off like any other.
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).with_context(|| format!("{}: cannot read", path.display()))?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        // Every complete line is checked before anything is cut off.
+        let records = parse_lines(path, bytes.get(..complete).unwrap_or_default())?;
+        let repaired_bytes = bytes.len() - complete;
         if repaired_bytes > 0 {
             file.set_len(complete as u64).with_context(|| format!("{}: cannot truncate", path.display()))?;
             file.seek(SeekFrom::End(0))?;
         }
-        let records = parse_lines(path, text.get(..complete).unwrap_or(""))?;
         let done: HashSet<Key> = records.iter().map(Record::key).collect();
         Ok(RecordLog { path: path.to_path_buf(), file, resumed: records.len(), done, repaired_bytes })
     }
@@ -185,7 +253,10 @@ mod tests {
         Record {
             source: Source::Kernel,
             workload: Workload::Softmax { name: name.into(), rows: 2, cols: 3 },
-            config: Some(Config { index, tile_m: 1, tile_n: 32, tile_k: 0, warps_m: 1, warps_n: 1, stages: 1 }),
+            config: Some(Config::new(
+                index,
+                &space::states(SpaceKind::Cuda, hwwfc_core::OpKind::Softmax)[index as usize],
+            )),
             status: Status::Ok,
             reason: None,
             error: Some(1e-7),
@@ -232,5 +303,107 @@ mod tests {
         assert!(e.contains("r.jsonl:2: malformed record"), "{e}");
         let e = format!("{:#}", read_all(&path).unwrap_err());
         assert!(e.contains("r.jsonl:2"), "{e}");
+    }
+
+    #[test]
+    fn a_line_cut_inside_a_character_or_before_its_newline_is_measured_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("records.jsonl");
+        let mut named = rec("café", 0);
+        let good = serde_json::to_string(&rec("a", 1)).unwrap() + "\n";
+        named.reason = None;
+        let line = serde_json::to_string(&named).unwrap();
+        // Killed between the two bytes of `é`.
+        let cut = line.find("é").unwrap() + 1;
+        let mut bytes = good.clone().into_bytes();
+        bytes.extend_from_slice(&line.as_bytes()[..cut]);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(read_all(&path).unwrap_err().to_string().contains("records.jsonl:2: truncated"));
+        let log = RecordLog::open(&path).unwrap();
+        assert_eq!((log.resumed, log.repaired_bytes), (1, cut));
+        assert_eq!(std::fs::read(&path).unwrap(), good.as_bytes());
+
+        // Killed after the whole object but before its newline: the line is
+        // not known to be complete, so it is measured again.
+        std::fs::write(&path, format!("{good}{line}")).unwrap();
+        let log = RecordLog::open(&path).unwrap();
+        assert_eq!((log.resumed, log.repaired_bytes), (1, line.len()));
+        assert!(!log.contains(&named.key()));
+
+        // Killed while writing the very first line.
+        std::fs::write(&path, &line.as_bytes()[..10]).unwrap();
+        let mut log = RecordLog::open(&path).unwrap();
+        assert_eq!((log.resumed, log.repaired_bytes), (0, 10));
+        log.append(&named).unwrap();
+        assert_eq!(read_all(&path).unwrap(), vec![named]);
+    }
+
+    #[test]
+    fn a_bad_line_before_the_end_stops_the_resume_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let good = serde_json::to_string(&rec("a", 1)).unwrap();
+        let text = format!("{good}\nnot json\n{good}\npartial");
+        std::fs::write(&path, &text).unwrap();
+        let e = format!("{:#}", RecordLog::open(&path).err().unwrap());
+        assert!(e.contains("r.jsonl:2: malformed record"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "nothing cut off");
+    }
+
+    #[test]
+    fn records_the_profiler_cannot_have_written_are_refused_with_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let good = serde_json::to_string(&rec("a", 1)).unwrap();
+        let mut other_state = rec("b", 2);
+        other_state.config.as_mut().unwrap().tile_n = 65535;
+        let mut untimed = rec("c", 3);
+        untimed.timing = None;
+        let mut negative = rec("d", 4);
+        negative.timing.as_mut().unwrap().median_us = -1.0;
+        let mut zero = rec("e", 5);
+        zero.workload = Workload::Softmax { name: "e".into(), rows: 0, cols: 3 };
+        let mut beyond = rec("f", 6);
+        beyond.config.as_mut().unwrap().index = 9999;
+        let mut copy = rec("g", 7);
+        copy.workload = Workload::Copy { name: "g".into(), bytes: 64 };
+        for (bad, needle) in [
+            (other_state, "configuration 2 is not the core's softmax state 2"),
+            (untimed, "a successful record without its timing"),
+            (negative, "`timing.median_us` is -1, not a positive time"),
+            (zero, "workload `e`: dimension `rows` must be at least 1"),
+            (beyond, "configuration 9999 is not the core's softmax state 9999"),
+            (copy, "workload `g`: a 64 B has no configuration"),
+        ] {
+            let line = serde_json::to_string(&bad).unwrap();
+            std::fs::write(&path, format!("{good}\n{line}\n")).unwrap();
+            for e in
+                [format!("{:#}", read_all(&path).unwrap_err()), format!("{:#}", RecordLog::open(&path).err().unwrap())]
+            {
+                assert!(e.contains("r.jsonl:2: invalid record: ") && e.contains(needle), "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_output_folder_is_checked_without_being_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        assert_eq!(check_output(&out).unwrap(), 0, "a folder yet to be made is fine");
+        std::fs::write(&out, "x").unwrap();
+        let e = check_output(&out).unwrap_err().to_string();
+        assert!(e.ends_with("run: not a folder (the output folder holds records.jsonl and meta.json)"), "{e}");
+        std::fs::remove_file(&out).unwrap();
+        std::fs::create_dir(&out).unwrap();
+        let good = serde_json::to_string(&rec("a", 1)).unwrap();
+        let text = format!("{good}\n{good}\n{{\"trunc");
+        std::fs::write(out.join("records.jsonl"), &text).unwrap();
+        assert_eq!(check_output(&out).unwrap(), 2);
+        assert_eq!(std::fs::read_to_string(out.join("records.jsonl")).unwrap(), text, "nothing cut off yet");
+        std::fs::write(out.join("records.jsonl"), format!("{good}\n[]\n")).unwrap();
+        assert!(format!("{:#}", check_output(&out).unwrap_err()).contains("records.jsonl:2: malformed record"));
+        std::fs::write(out.join("records.jsonl"), "").unwrap();
+        std::fs::write(out.join("meta.json"), "{\"runs\": 3}").unwrap();
+        assert!(format!("{:#}", check_output(&out).unwrap_err()).contains("meta.json: malformed"));
     }
 }

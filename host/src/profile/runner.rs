@@ -116,6 +116,8 @@ fn launch_failure(stage: &str, e: &DriverError) -> String {
 /// Runs the profile; returns what it did.
 pub fn run(opts: &Options) -> Result<Summary> {
     let started = Instant::now();
+    // What a resumed run would read is checked before the GPU is opened.
+    super::record::check_output(&opts.out)?;
     let gpu = Gpu::open(opts.gpu)?;
     let spec = config::device_limits(&(opts.spec_for)(&gpu.info)?, &gpu.info);
     std::fs::create_dir_all(&opts.out).with_context(|| format!("{}: cannot create", opts.out.display()))?;

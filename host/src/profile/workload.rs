@@ -10,7 +10,7 @@
 //!
 //! Matmuls are fp16 with fp32 accumulation; softmaxes are fp32. `batch`
 //! (independent products, as attention heads) defaults to 1. Names must be
-//! unique; every size at least 1, and every tensor under 4 GiB.
+//! unique; every size at least 1, and every tensor (and every copy) under 4 GiB.
 
 use anyhow::{bail, Context, Result};
 use hwwfc_core::{DType, Op};
@@ -121,6 +121,31 @@ impl Workload {
     }
 }
 
+impl Workload {
+    /// Checks the shape: every size at least 1, and no tensor (nor a copy)
+    /// over 4 GiB, so that every byte count fits a `u32` and the buffers
+    /// can be sized without overflow.
+    pub fn check(&self) -> Result<(), String> {
+        match (self, self.op()) {
+            (_, Some(op)) => op.validate().map_err(|e| e.to_string()),
+            (Workload::Transpose { rows, cols, .. }, None) => {
+                if *rows == 0 || *cols == 0 {
+                    return Err("dimension must be at least 1".into());
+                }
+                if (*rows as u64) * (*cols as u64) * 2 > u32::MAX as u64 {
+                    return Err("a tensor of this layer exceeds 4 GiB".into());
+                }
+                Ok(())
+            }
+            (Workload::Copy { bytes, .. }, None) if *bytes == 0 => Err("bytes must be at least 1".into()),
+            (Workload::Copy { bytes, .. }, None) if *bytes > u32::MAX as u64 => {
+                Err(format!("{bytes} bytes: a copy may not exceed 4 GiB"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Reads and checks a workloads file.
 pub fn load(path: &Path) -> Result<Vec<Workload>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
@@ -212,21 +237,7 @@ pub fn parse(text: &str) -> Result<Vec<Workload>> {
         if list.iter().take(i).any(|o| o.name() == w.name()) {
             bail!("workload {i}: name `{}` used twice", w.name());
         }
-        match (w, w.op()) {
-            (_, Some(op)) => op.validate().map_err(|e| anyhow::anyhow!("workload `{}`: {e}", w.name()))?,
-            (Workload::Transpose { rows, cols, .. }, None) => {
-                if *rows == 0 || *cols == 0 {
-                    bail!("workload `{}`: dimension must be at least 1", w.name());
-                }
-                if (*rows as u64) * (*cols as u64) * 2 > u32::MAX as u64 {
-                    bail!("workload `{}`: a tensor of this layer exceeds 4 GiB", w.name());
-                }
-            }
-            (Workload::Copy { bytes, .. }, None) if *bytes == 0 => {
-                bail!("workload `{}`: bytes must be at least 1", w.name())
-            }
-            _ => {}
-        }
+        w.check().map_err(|e| anyhow::anyhow!("workload `{}`: {e}", w.name()))?;
     }
     Ok(list)
 }
@@ -258,6 +269,16 @@ mod tests {
                 "twice",
             ),
             (r#"[{"name":"a","kind":"matmul","m":65536,"n":65536,"k":65536}]"#, "4 GiB"),
+            (r#"[{"name":"t","kind":"transpose","rows":65536,"cols":65536}]"#, "4 GiB"),
+            (r#"[{"name":"t","kind":"transpose","rows":0,"cols":1}]"#, "at least 1"),
+            (r#"[{"name":"c","kind":"copy","bytes":0}]"#, "at least 1"),
+            (r#"[{"name":"c","kind":"copy","bytes":18446744073709551615}]"#, "may not exceed 4 GiB"),
+            (r#"[{"name":"c","kind":"copy","bytes":-1}]"#, "field `bytes`: invalid value: integer `-1`"),
+            (r#"[{"name":"","kind":"copy","bytes":1}]"#, "empty name"),
+            (r#"[{"kind":"copy","bytes":1}]"#, "missing field `name`"),
+            (r#"[{"name":"a","kind":7}]"#, "field `kind`: not a string"),
+            (r#"{"name":"a"}"#, "not a JSON list of workloads"),
+            (r#"[3]"#, "workload 0: not an object"),
             ("[]", "no workloads"),
         ] {
             let e = format!("{:#}", parse(text).unwrap_err());
