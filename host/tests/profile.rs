@@ -111,3 +111,84 @@ fn with_a_gpu_a_small_run_records_and_resumes() {
     assert!(String::from_utf8_lossy(&second.stderr).contains("nothing to measure"));
     assert_eq!(std::fs::read_to_string(out_dir.join("records.jsonl")).unwrap().lines().count(), n);
 }
+
+/// The (source, workload, configuration) of every record in `text`, after
+/// checking that every line is complete and parses.
+fn keys(text: &str) -> Vec<(String, String, i64)> {
+    assert!(text.is_empty() || text.ends_with('\n'), "a truncated last line is left");
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            let config = v["config"]["index"].as_i64().unwrap_or(-1);
+            (v["source"].as_str().unwrap().to_string(), v["workload"]["name"].as_str().unwrap().to_string(), config)
+        })
+        .collect()
+}
+
+#[test]
+fn with_a_gpu_a_killed_run_resumes_and_measures_everything_exactly_once() {
+    if !has_cuda_driver() {
+        eprintln!("skipped: no CUDA driver on this machine (run on a GPU machine to exercise kill and resume)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    std::fs::write(
+        &w,
+        r#"[{"name": "mm", "kind": "matmul", "m": 512, "n": 384, "k": 320},
+            {"name": "sm", "kind": "softmax", "rows": 64, "cols": 1000}]"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let records = out.join("records.jsonl");
+    let command = || {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_hwwfc"));
+        c.args(["profile", "--quiet", "--workloads"]).arg(&w).arg("--out").arg(&out);
+        c
+    };
+    // Start a run and kill it (SIGKILL: no chance to clean up) once its
+    // first records are on disk.
+    let mut child = command().stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    let killed = loop {
+        let lines = std::fs::read_to_string(&records).map_or(0, |t| t.lines().count());
+        if lines >= 5 {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break true;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "the run failed before it could be killed");
+            break false;
+        }
+        assert!(start.elapsed().as_secs() < 600, "no record written in 10 minutes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let partial = std::fs::read(&records).unwrap();
+    let before = String::from_utf8_lossy(&partial).lines().filter(|l| l.ends_with('}')).count();
+    eprintln!("killed: {killed}, {before} records were on disk");
+
+    // The rerun keeps what is there, measures the rest (and a truncated
+    // last line again), and a third run finds nothing left.
+    let second = command().output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&records).unwrap();
+    let all = keys(&text);
+    let mut unique = all.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), all.len(), "a measurement is in the file twice");
+    assert!(!text.contains("\"failed\""), "a configuration failed:\n{text}");
+    for name in ["mm", "sm"] {
+        let kernels = all.iter().filter(|(s, w, _)| s == "kernel" && w == name).count();
+        assert!(kernels > 20, "{name}: {kernels} configurations");
+    }
+    assert_eq!(all.iter().filter(|(s, _, _)| s == "cublas").count(), 1);
+    if killed {
+        assert!(stderr.contains("already there"), "{stderr}");
+    }
+    let third = command().output().unwrap();
+    assert!(String::from_utf8_lossy(&third.stderr).contains("nothing to measure"));
+    assert_eq!(std::fs::read_to_string(&records).unwrap(), text, "nothing measured twice");
+}
