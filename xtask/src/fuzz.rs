@@ -73,7 +73,7 @@ pub fn test_steps() -> Vec<Step> {
     fmt.cwd = Some(root);
     let target_dir = check.join("target").display().to_string();
     let mut link = step(
-        "panic check: the core links without a panic handler",
+        "panic check (links with no panic handler)",
         &cargo(),
         &["build", "--release", "--target", EMBEDDED_TARGET, "--target-dir", &target_dir],
     );
