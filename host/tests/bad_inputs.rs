@@ -277,6 +277,17 @@ fn report_on_missing_data_says_so() {
 }
 
 #[test]
+fn calibrate_refuses_an_output_that_is_not_a_folder_before_fitting() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = copy_run(dir.path());
+    let file = dir.path().join("out.json");
+    std::fs::write(&file, "{}").unwrap();
+    let e = error_of(&["calibrate", "--data", arg(&run), "--no-report", "--out", arg(&file)]);
+    assert!(e.contains("out.json: not a folder"), "{e}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "{}");
+}
+
+#[test]
 fn report_refuses_coefficients_of_another_gpu_unless_allowed() {
     let dir = tempfile::tempdir().unwrap();
     let run = copy_run(dir.path());

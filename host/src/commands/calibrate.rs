@@ -33,6 +33,13 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
         }
     };
     let out = args.out.clone().unwrap_or_else(|| data_dir.clone());
+    // Refused before the fit, which takes a while, rather than after it.
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!(
+            "{}: not a folder (it receives coefficients.json, coefficients.postcard, REPORT.md and plots/)",
+            out.display()
+        );
+    }
     let l = session::load(&data_dir, args.spec.as_deref())?;
     let all: Vec<_> = l.data.workloads.iter().collect();
     eprintln!(
