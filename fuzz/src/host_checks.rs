@@ -3,7 +3,8 @@
 //!
 //! The host is a binary crate, so its parsing modules are included here by
 //! path, unchanged: the fuzz target and `host/tests/fuzz_regressions.rs`
-//! run the very code `hwwfc` runs.
+//! run the very code `hwwfc` runs (and that test runs the modules' own unit
+//! tests a second time, which costs a few milliseconds).
 
 use std::path::{Path, PathBuf};
 
