@@ -79,6 +79,10 @@ pub struct TuneArgs {
     /// runs), such as calib-data/h200.
     #[arg(long, value_name = "DIR")]
     pub reference: Option<PathBuf>,
+
+    /// Use coefficients fitted for another spec or GPU (with a warning).
+    #[arg(long)]
+    pub allow_other_gpu: bool,
 }
 
 /// Options of `hwwfc calibrate`.

@@ -69,15 +69,17 @@ fn median_us(mut f: impl FnMut()) -> f64 {
 /// Runs the command.
 pub fn run(args: &TuneArgs) -> Result<()> {
     let workloads: Vec<_> = workload::load(&args.workloads)?.into_iter().filter(|w| w.op().is_some()).collect();
-    let given = match &args.coefficients {
-        Some(p) => Some(coefficients_file::load(Some(p))?.coefficients),
+    let loaded = match &args.coefficients {
+        Some(p) => Some(coefficients_file::load(Some(p))?),
         None => None,
     };
+    let given = loaded.as_ref().map(|l| l.coefficients);
     let spec_arg = match &args.spec {
         Some(s) => Some(spec_file::load(s)?.spec),
         None => None,
     };
     let top_k = args.top_k;
+    let allow_other_gpu = args.allow_other_gpu;
     let out = args.out.clone().unwrap_or_else(|| format!("tune-k{top_k}").into());
     let coefficients_in = move |spec: &HardwareSpec| -> Coefficients {
         given
@@ -90,9 +92,21 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         gpu: args.gpu,
         workloads: workloads.clone(),
         out: out.clone(),
-        spec_for: Box::new(move |info| match &spec_arg {
-            Some(s) => Ok(s.clone()),
-            None => super::profile::builtin_for_device(info),
+        spec_for: Box::new(move |info| {
+            let spec = match &spec_arg {
+                Some(s) => s.clone(),
+                None => super::profile::builtin_for_device(info)?,
+            };
+            // Coefficients of another GPU would rank this one's
+            // configurations wrongly.
+            if let Some(l) = &loaded {
+                if let Some(warning) =
+                    coefficients_file::check_provenance(l, &spec.name, Some(info.name.as_str()), allow_other_gpu)?
+                {
+                    eprintln!("warning: {warning}");
+                }
+            }
+            Ok(spec)
         }),
         run_label: format!("tune-k{top_k}"),
         policy: TimingPolicy::default(),
