@@ -119,22 +119,13 @@ mod tests {
     use hwwfc_core::OpKind;
 
     fn base(index: u16) -> Record {
-        Record {
-            source: Source::Kernel,
-            workload: Workload::MatMul { name: "mm".into(), m: 64, n: 64, k: 64, batch: 1 },
-            config: Some(Config::new(index, &space::states(SpaceKind::Cuda, OpKind::MatMul)[index as usize])),
-            status: Status::Failed,
-            reason: None,
-            error: None,
-            timing: None,
-            registers: None,
-            local_bytes: None,
-            smem_bytes: None,
-            tflops: None,
-            gbps: None,
-            run: "t".into(),
-            measured_at: "2026-01-01T00:00:00Z".into(),
-        }
+        Record::pending(
+            Source::Kernel,
+            Workload::MatMul { name: "mm".into(), m: 64, n: 64, k: 64, batch: 1 },
+            Some(Config::new(index, &space::states(SpaceKind::Cuda, OpKind::MatMul)[index as usize])),
+            "t".into(),
+            "2026-01-01T00:00:00Z".into(),
+        )
     }
 
     fn ok(index: u16) -> Record {

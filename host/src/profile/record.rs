@@ -93,6 +93,33 @@ pub struct Key {
 }
 
 impl Record {
+    /// A record of `config` on `workload` that has not succeeded (yet):
+    /// no reason, figures or timing; the caller fills in what it learns.
+    pub fn pending(
+        source: Source,
+        workload: Workload,
+        config: Option<Config>,
+        run: String,
+        measured_at: String,
+    ) -> Record {
+        Record {
+            source,
+            workload,
+            config,
+            status: Status::Failed,
+            reason: None,
+            error: None,
+            timing: None,
+            registers: None,
+            local_bytes: None,
+            smem_bytes: None,
+            tflops: None,
+            gbps: None,
+            run,
+            measured_at,
+        }
+    }
+
     /// The record's key.
     pub fn key(&self) -> Key {
         Key {

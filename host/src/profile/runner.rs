@@ -355,22 +355,7 @@ impl RunCtx<'_> {
     }
 
     fn base_record(&self, w: &Workload, source: Source, config: Option<Config>) -> Record {
-        Record {
-            source,
-            workload: w.clone(),
-            config,
-            status: Status::Failed,
-            reason: None,
-            error: None,
-            timing: None,
-            registers: None,
-            local_bytes: None,
-            smem_bytes: None,
-            tflops: None,
-            gbps: None,
-            run: self.opts.run_label.clone(),
-            measured_at: now(),
-        }
+        Record::pending(source, w.clone(), config, self.opts.run_label.clone(), now())
     }
 
     fn finish_ok(&self, w: &Workload, mut rec: Record, timing: Timing) -> Record {
