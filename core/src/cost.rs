@@ -24,9 +24,14 @@
 //!   rows that are not 16-byte aligned take the kernel's scalar path;
 //! - latency: the steps a block slot runs one after another (k-loop steps,
 //!   softmax column steps), each with a barrier and a wait that a deeper
-//!   pipeline hides.
+//!   pipeline hides;
+//! - shared memory: a matmul tile staged on chip is read by every warp for
+//!   its own warp tile, `(warps_n x BM + warps_m x BN) x BK` elements a
+//!   k-step, at the SM's shared-memory bandwidth; two warp grids of one
+//!   block tile differ here, and a warp tile too small for its share of the
+//!   block reads the tile many times over.
 //!
-//! They combine in a smooth maximum `(c^p + m^p + l^p)^(1/p)`, so no term
+//! They combine in a smooth maximum `(c^p + m^p + l^p + s^p)^(1/p)`, so no term
 //! saturates the score: tile shape, wave count, occupancy and pipeline
 //! depth all move the prediction. Per-block work outside the loop
 //! (prologue, epilogue, a softmax's block reduction) and the launch add on.
@@ -49,7 +54,7 @@ use crate::state::{Layout, Placement, State};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Coefficients`] layout; stored in coefficient files.
-pub const COEFFICIENTS_VERSION: u8 = 2;
+pub const COEFFICIENTS_VERSION: u8 = 3;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -90,7 +95,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 21;
+pub const COEFFICIENT_COUNT: usize = 22;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -142,6 +147,10 @@ coefficients! {
     strided_penalty = 4.0;
     /// Multiplier on the time of a layout change between layers.
     transition_scale = 1.0;
+    /// Shared-memory bandwidth of an SM over its peak matrix arithmetic,
+    /// in bytes per flop (Hopper: 128 bytes a clock against 4096 fp16
+    /// tensor flops a clock).
+    smem_bytes_per_flop = 0.03125;
 }
 
 impl Coefficients {
@@ -239,9 +248,9 @@ fn latency_hiding(c: &Coefficients, g: &Grid, s: &State) -> f32 {
 
 /// The smooth maximum `(sum t^p)^(1/p)` of the bounds of a body, with the
 /// block-dispatch bound of the grid among them.
-fn smooth_max(c: &Coefficients, g: &Grid, terms: [f32; 3]) -> f32 {
+fn smooth_max(c: &Coefficients, g: &Grid, terms: [f32; 4]) -> f32 {
     let dispatch = g.blocks_per_sm as f32 * c.block_dispatch_us;
-    let all = [terms[0], terms[1], terms[2], dispatch];
+    let all = [terms[0], terms[1], terms[2], terms[3], dispatch];
     let m = all.iter().fold(0.0f32, |a, &b| a.max(b));
     if m <= 0.0 {
         return 0.0;
@@ -306,11 +315,21 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let ahead = if scalar_chunks > 0.0 { 1.0 } else { ahead };
     let t_latency = g.per_slot() * steps * (c.step_latency_us / ahead + scalar_chunks * c.scalar_load_us);
 
+    // Shared memory: each warp reads the rows of A and the columns of B of
+    // its warp tile from the staged tile, every k-step.
+    let t_smem = if s.placement == Placement::Dram {
+        0.0
+    } else {
+        let read = (s.warps_n.max(1) as f32 * bm + s.warps_m.max(1) as f32 * bn) * bk * e;
+        let smem_rate = spec.peak_flop_per_us(dtype) / sms * c.smem_bytes_per_flop;
+        g.blocks_per_sm as f32 * steps * read / smem_rate
+    };
+
     // Per block: filling the pipeline and writing the output tile, whose
     // stores scatter over the rows of the mma fragments.
     let store_bw = spec.dram_bytes_per_us() * c.store_efficiency / (sms * g.resident());
     let per_block = c.block_overhead_us + bm * bn * e / store_bw;
-    (smooth_max(c, g, [t_compute, t_memory, t_latency]), per_block)
+    (smooth_max(c, g, [t_compute, t_memory, t_latency, t_smem]), per_block)
 }
 
 /// The body of a softmax and its per-block fixed cost.
@@ -357,7 +376,7 @@ fn softmax_body(
 
     // Per block: the block-wide reduction, one turn per warp.
     let per_block = c.softmax_block_overhead_us + (5.0 + s.warps() as f32) * c.reduce_us_per_warp;
-    (smooth_max(c, g, [t_compute, t_memory, t_latency]), per_block)
+    (smooth_max(c, g, [t_compute, t_memory, t_latency, 0.0]), per_block)
 }
 
 /// Time to rewrite a tensor of `bytes` once (read and write) as a separate

@@ -243,8 +243,10 @@ fn wfc_equals_exact_on_h200_blocks() {
         for lookahead in [true, false] {
             let cfg = wfc::WfcConfig { lookahead, ..Default::default() };
             let (w, _) = wfc::solve::<_, 64, 8>(&p, &cfg).unwrap();
-            assert_eq!(w.states, e.states, "{name} lookahead {lookahead}");
-            assert_eq!(w.cost, e.cost, "{name}");
+            // WFC reaches the optimum; where two schedules tie for it, it
+            // may hold the other one.
+            assert_eq!(w.cost, e.cost, "{name} lookahead {lookahead}");
+            assert_eq!(evaluate(&p, &w.states), Some(e.cost), "{name} lookahead {lookahead}");
         }
         assert_eq!(evaluate(&p, &e.states), Some(e.cost));
         // Every chosen state is a pipelined CUDA kernel that passes the

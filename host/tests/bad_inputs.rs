@@ -101,7 +101,10 @@ fn schedule_refuses_older_or_mistyped_coefficient_files() {
     let p = write_json(dir.path(), "v1.json", &v);
     let e = schedule_error(&["--spec", "h200", "--coefficients", arg(&p)]);
     assert!(
-        e.contains("v1.json: field `format_version`: version 1 is not supported (this build reads version 2)"),
+        e.contains(&format!(
+            "v1.json: field `format_version`: version 1 is not supported (this build reads version {})",
+            hwwfc_core::cost::COEFFICIENTS_VERSION
+        )),
         "{e}"
     );
     v["format_version"] = json!("2");

@@ -4,11 +4,15 @@
 # block measured end to end, Triton's autotuner and the vendor libraries,
 # and a profiling run killed half-way and resumed.
 #
-# Usage: run_on_gpu.sh HWWFC_BINARY OUT_DIR  (the archive lands beside
-# OUT_DIR as results.tar.gz)
+# Usage: run_on_gpu.sh HWWFC_BINARY OUT_DIR [ours|triton|all]  (the
+# archive lands beside OUT_DIR as results.tar.gz). "ours" runs everything
+# but Triton, "triton" only Triton's autotuner and the libraries, so that
+# the two halves fit in two calls of a time-limited machine; both write
+# into the same OUT_DIR.
 set -u
 B=$1
 O=$2
+PHASE=${3:-all}
 W=calib-data/workloads.json
 mkdir -p "$O"
 # Everything goes back as one archive, refreshed after each step so that a
@@ -16,31 +20,42 @@ mkdir -p "$O"
 ARCHIVE=${ARCHIVE:-$O/../results.tar.gz}
 pack() { tar czf "$ARCHIVE" -C "$O" . ; }
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$O/gpu.txt" 2>&1
-for k in 8 4 0; do
-  "$B" tune --gpu 0 --workloads "$W" --top-k $k --out "$O/k$k" --reference calib-data/h200 > "$O/k$k.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >> "$O/gpu.txt" 2>&1
+if [ "$PHASE" != triton ]; then
+# The exhaustive search first: it is the reference of the top-k runs, on
+# the same GPU and in the same state.
+"$B" tune --gpu 0 --workloads "$W" --top-k 0 --out "$O/k0" --reference calib-data/h200 > "$O/k0.txt" 2>&1
+echo "tune k=0 rc=$?" >> "$O/status.txt"
+pack
+for k in 8 4; do
+  "$B" tune --gpu 0 --workloads "$W" --top-k $k --out "$O/k$k" --reference "$O/k0" > "$O/k$k.txt" 2>&1
   echo "tune k=$k rc=$?" >> "$O/status.txt"
   pack
 done
 "$B" schedule --spec h200 --model llama3-8b-block --measure --measure-out "$O/measure" > "$O/measure.txt" 2>&1
 echo "measure rc=$?" >> "$O/status.txt"
 pack
-python3 calib-data/h200/compare/triton_baseline.py "$W" "$O/triton.json" --budget-s 200 > "$O/triton.txt" 2>&1
+fi
+if [ "$PHASE" != ours ]; then
+python3 calib-data/h200/compare/triton_baseline.py "$W" "$O/triton.json" --budget-s "${TRITON_BUDGET_S:-200}" > "$O/triton.txt" 2>&1
 echo "triton rc=$?" >> "$O/status.txt"
 pack
-# Kill a profiling run with SIGKILL once it has written records, resume it,
+fi
+[ "$PHASE" = triton ] && exit 0
+# Kill a profiling run with SIGKILL half-way through its big workload (the
+# small one has 295 records, the big one takes tens of seconds), resume it,
 # and check that every (workload, configuration) is recorded exactly once.
 cat > "$O/kill-workloads.json" <<'JSON'
 [{"name": "odd", "kind": "matmul", "m": 77, "n": 197, "k": 96},
- {"name": "big", "kind": "matmul", "m": 4096, "n": 4096, "k": 4096},
+ {"name": "big", "kind": "matmul", "m": 8192, "n": 8192, "k": 8192},
  {"name": "row", "kind": "softmax", "rows": 3, "cols": 77}]
 JSON
 "$B" profile --gpu 0 --quiet --workloads "$O/kill-workloads.json" --out "$O/kill" > "$O/kill1.txt" 2>&1 &
 pid=$!
-for _ in $(seq 1 120); do
-  sleep 0.5
+for _ in $(seq 1 600); do
+  sleep 0.2
   n=$(cat "$O/kill/records.jsonl" 2>/dev/null | wc -l)
-  if [ "$n" -ge 400 ]; then break; fi
+  if [ "$n" -ge 340 ]; then break; fi
 done
 kill -9 $pid; wait $pid 2>/dev/null
 echo "killed after $(wc -l < "$O/kill/records.jsonl") records; last line complete: $(tail -c1 "$O/kill/records.jsonl" | od -An -c)" >> "$O/status.txt"
