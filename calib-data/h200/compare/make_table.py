@@ -136,7 +136,7 @@ Triton's and cuBLAS's use Hopper's `wgmma`); the libraries at {pct(summary['libr
 
 Against the committed records of earlier runs instead of this run's exhaustive search, the same choices reach
 {pct(c['pred'])} (model only), {pct(c['k4'])} (top-4), {pct(c['k8'])} (top-8), and this run's own exhaustive choice
-{pct(c['k0'])}: the GPU lent for a run is not always the same one, and its times differ from one run to another by more
+{pct(c['k0'])}: a run does not always get the same physical GPU, and its times differ from one run to another by more
 than the configurations near the top differ from each other.
 
 The coefficients that rank the configurations were fitted on these same workloads (the built-in H200 fit), so the
