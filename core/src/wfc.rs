@@ -213,15 +213,15 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
     /// The best state of `candidates` at `layer`, given its neighbours.
     fn choose(&self, layer: usize, candidates: &Domain<W>) -> Option<StateIndex> {
         let mut best: Option<(StateIndex, f32)> = None;
-        let left = if layer > 0 { self.cheapest(layer - 1) } else { None };
-        let right = if layer + 1 < self.n { self.cheapest(layer + 1) } else { None };
+        let left = if layer > 0 { self.shortlist(layer - 1) } else { None };
+        let right = if layer + 1 < self.n { self.shortlist(layer + 1) } else { None };
         for s in candidates {
             let mut score = self.p.unary(layer, s);
             if layer > 0 {
-                score += self.neighbour_score(layer - 1, layer - 1, s, true, left);
+                score += self.neighbour_score(layer - 1, layer - 1, s, true, left.as_ref());
             }
             if layer + 1 < self.n {
-                score += self.neighbour_score(layer + 1, layer, s, false, right);
+                score += self.neighbour_score(layer + 1, layer, s, false, right.as_ref());
             }
             if best.is_none_or(|(_, b)| score < b) {
                 best = Some((s, score));
@@ -230,34 +230,36 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
         best.map(|(s, _)| s)
     }
 
-    /// The cheapest state of an uncollapsed layer and its unary cost, when
-    /// transitions are never negative (so no continuation beats it unless
-    /// it is forbidden or costs a transition).
-    fn cheapest(&self, layer: usize) -> Option<(StateIndex, f32)> {
-        if !self.p.transitions_nonnegative() || self.collapsed.get(layer).copied().unwrap_or(true) {
+    /// The cheapest states of an uncollapsed neighbour, when transitions
+    /// are never negative (so a continuation costs at least its unary cost
+    /// and a scan in ascending unary cost can stop early).
+    fn shortlist(&self, layer: usize) -> Option<Shortlist> {
+        if !self.config.lookahead
+            || !self.p.transitions_nonnegative()
+            || self.collapsed.get(layer).copied().unwrap_or(true)
+        {
             return None;
         }
         let d = self.domains.get(layer).copied().unwrap_or(Domain::EMPTY);
-        let mut best: Option<(StateIndex, f32)> = None;
+        let mut list = Shortlist::EMPTY;
         for t in &d {
-            let u = self.p.unary(layer, t);
-            if best.is_none_or(|(_, b)| u < b) {
-                best = Some((t, u));
-            }
+            list.offer(t, self.p.unary(layer, t));
         }
-        best
+        Some(list)
     }
 
     /// Cost into neighbour `nb` across `edge` for state `s` of the layer
-    /// being collapsed (`s` is the edge's consumer when `s_is_to`);
-    /// `cheapest` is the neighbour's cheapest state, if known.
+    /// being collapsed (`s` is the edge's consumer when `s_is_to`):
+    /// the transition to a collapsed neighbour, or the cheapest
+    /// continuation (transition plus unary cost) into an uncollapsed one.
+    /// `shortlist` holds the neighbour's cheapest states, if known.
     fn neighbour_score(
         &self,
         nb: usize,
         edge: usize,
         s: StateIndex,
         s_is_to: bool,
-        cheapest: Option<(StateIndex, f32)>,
+        shortlist: Option<&Shortlist>,
     ) -> f32 {
         let collapsed = self.collapsed.get(nb).copied().unwrap_or(false);
         if (!collapsed && !self.config.lookahead) || self.p.edge_is_free(edge) {
@@ -265,17 +267,28 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
             // be the same for every candidate.
             return 0.0;
         }
-        if let Some((t, u)) = cheapest {
-            let (a, b) = if s_is_to { (t, s) } else { (s, t) };
-            // Every continuation costs at least `u`; this one costs exactly that.
-            if self.p.step(edge, a, b) == Some(0.0) {
-                return u;
+        let pair = |t: StateIndex| if s_is_to { (t, s) } else { (s, t) };
+        if let Some(list) = shortlist {
+            // Ascending unary cost: once a state's unary cost alone reaches
+            // the best continuation, no later state can beat it.
+            let mut min = f32::INFINITY;
+            for &(t, u) in list.entries() {
+                if u >= min {
+                    break;
+                }
+                let (a, b) = pair(t);
+                if let Some(c) = self.p.step(edge, a, b) {
+                    min = min.min(c + u);
+                }
+            }
+            if min.is_finite() && min <= list.rest {
+                return min;
             }
         }
         let d = self.domains.get(nb).copied().unwrap_or(Domain::EMPTY);
         let mut min = f32::INFINITY;
         for t in &d {
-            let (a, b) = if s_is_to { (t, s) } else { (s, t) };
+            let (a, b) = pair(t);
             let Some(mut c) = self.p.step(edge, a, b) else {
                 continue;
             };
@@ -362,6 +375,47 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
             self.assign(f.layer, f.state).map_err(|layer| SolveError::Infeasible { layer })?;
         }
         Ok(())
+    }
+}
+
+/// States kept by a [`Shortlist`].
+const SHORTLIST: usize = 8;
+
+/// The `SHORTLIST` cheapest states of a layer in ascending unary cost (ties
+/// in state order), and the lowest unary cost of the states left out.
+struct Shortlist {
+    entries: [(StateIndex, f32); SHORTLIST],
+    len: usize,
+    rest: f32,
+}
+
+impl Shortlist {
+    const EMPTY: Shortlist = Shortlist { entries: [(0, f32::INFINITY); SHORTLIST], len: 0, rest: f32::INFINITY };
+
+    /// Offers state `t` of unary cost `u` (states come in ascending index).
+    fn offer(&mut self, t: StateIndex, u: f32) {
+        let at = self.entries().iter().position(|&(_, v)| u < v).unwrap_or(self.len);
+        if at >= SHORTLIST {
+            self.rest = self.rest.min(u);
+            return;
+        }
+        if self.len == SHORTLIST {
+            if let Some(&(_, dropped)) = self.entries.last() {
+                self.rest = self.rest.min(dropped);
+            }
+        } else {
+            self.len += 1;
+        }
+        if let Some(tail) = self.entries.get_mut(at..self.len) {
+            tail.rotate_right(1);
+            if let Some(first) = tail.first_mut() {
+                *first = (t, u);
+            }
+        }
+    }
+
+    fn entries(&self) -> &[(StateIndex, f32)] {
+        self.entries.get(..self.len).unwrap_or(&[])
     }
 }
 
