@@ -14,14 +14,21 @@
 //!   over its share of peak, scaled by the matrix-instruction efficiency of
 //!   the warp tile `a / (a + warp_tile_half)` and by how well the resident
 //!   warps hide latency `w / (w + warps_half)`; for a softmax, the work of
-//!   every thread over every element slot it holds, used or masked;
+//!   every thread over every element slot it holds, used or masked, and
+//!   the block-wide reduction, in which every thread folds in every warp's
+//!   partial result (threads x warps);
 //! - memory: bytes from DRAM (each operand once, plus the re-reads between
 //!   tiles that miss in L2) and the tile traffic through L2 (which falls
-//!   with the tile's reuse `BM*BN/(BM+BN)`), at a bandwidth that Little's
-//!   law also bounds: the bytes a block keeps in flight (pipeline depth
-//!   times a stage) times the resident blocks, over the memory latency
-//!   (threads' loads only: a scratchpad's DMA moves whole tiles);
-//!   rows that are not 16-byte aligned take the kernel's scalar path;
+//!   with the tile's reuse `BM*BN/(BM+BN)`), at a bandwidth that the bytes
+//!   in flight also limit (Little's law): a request waits the memory
+//!   latency and its turn at the streaming rate, so the rate is the
+//!   harmonic combination `1 / (1/streaming + latency/in_flight)` of the
+//!   two, with the bytes a block keeps in flight (pipeline depth times a
+//!   stage, or a softmax thread's chunk) times the resident blocks
+//!   (threads' loads only: a scratchpad's DMA moves whole tiles); rows
+//!   that are not 16-byte aligned take the kernel's scalar path; a
+//!   softmax's second read of a row comes from L2 while the rows in
+//!   progress fit there;
 //! - latency: the steps a block slot runs one after another (k-loop steps,
 //!   softmax column steps), each with a barrier and a wait that a deeper
 //!   pipeline hides;
@@ -54,7 +61,7 @@ use crate::state::{Layout, Placement, State};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Coefficients`] layout; stored in coefficient files.
-pub const COEFFICIENTS_VERSION: u8 = 3;
+pub const COEFFICIENTS_VERSION: u8 = 4;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -95,7 +102,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 22;
+pub const COEFFICIENT_COUNT: usize = 23;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -151,6 +158,10 @@ coefficients! {
     /// in bytes per flop (Hopper: 128 bytes a clock against 4096 fp16
     /// tensor flops a clock).
     smem_bytes_per_flop = 0.03125;
+    /// Arithmetic of folding one warp's partial (max, sum) into a thread's,
+    /// in fp32 operations (two exponentials on the special-function units,
+    /// each worth several fp32 slots).
+    combine_ops = 20.0;
 }
 
 impl Coefficients {
@@ -226,8 +237,8 @@ pub fn grid(spec: &HardwareSpec, op: &Op, state: &State) -> Grid {
 }
 
 /// DRAM bandwidth the grid can draw, in bytes per microsecond: the
-/// streaming rate, or less when the blocks keep too few bytes in flight to
-/// cover the memory latency (Little's law). A scratchpad (`Sram`) tile is
+/// streaming rate, lowered by the latency that the bytes in flight do not
+/// cover (Little's law, combined harmonically with the streaming rate). A scratchpad (`Sram`) tile is
 /// moved by DMA as a whole, so only loads issued by threads are bounded.
 fn bandwidth(spec: &HardwareSpec, c: &Coefficients, g: &Grid, s: &State, in_flight_per_block: f32) -> f32 {
     let streaming = spec.dram_bytes_per_us() * c.memory_efficiency;
@@ -237,7 +248,8 @@ fn bandwidth(spec: &HardwareSpec, c: &Coefficients, g: &Grid, s: &State, in_flig
     let sms = spec.sm_count.max(1) as f32;
     let active = (g.blocks as f32).min(sms);
     let little = active * g.resident() * in_flight_per_block / c.memory_latency_us;
-    streaming.min(little).max(1.0)
+    // Each request waits its latency and its turn at the streaming rate.
+    (1.0 / (1.0 / streaming + 1.0 / little.max(1e-9))).max(1.0)
 }
 
 /// Share of peak that the resident warps of the busiest SM reach.
@@ -363,11 +375,20 @@ fn softmax_body(
     // subtract, exp, add), masked ones too.
     let sms = spec.sm_count.max(1) as f32;
     let rate_sm = spec.peak_tflops.f32 * 1.0e6 / sms * c.softmax_efficiency * latency_hiding(c, g, s);
-    let t_compute = g.blocks_per_sm as f32 * threads * per_thread * steps * 8.0 / rate_sm;
+    // The block-wide reduction: every thread folds in every warp's partial
+    // (max, sum), two exponentials each, so a block's share grows with
+    // threads x warps.
+    let warps = s.warps() as f32;
+    let combines = if warps > 1.0 { warps } else { 0.0 };
+    let per_thread_ops = per_thread * steps * 8.0 + combines * c.combine_ops;
+    let t_compute = g.blocks_per_sm as f32 * threads * per_thread_ops / rate_sm;
 
     // Memory: every element read `reads` times and written once.
     let strided = if s.layout == Layout::ColMajor { c.strided_penalty } else { 1.0 };
-    let bytes = rows * cols * e * (reads + 1.0);
+    // A re-read finds the row in L2 while the rows in progress fit there.
+    let in_progress = sms * g.resident() * tm * cols * e;
+    let hit = (spec.l2_bytes as f32 / in_progress.max(1.0)).min(1.0);
+    let bytes = rows * cols * e * (2.0 + (reads - 1.0) * (1.0 - hit));
     let bw = bandwidth(spec, c, g, s, threads * per_thread * e);
     let t_memory = bytes * strided / bw;
 

@@ -340,12 +340,22 @@ fn report_files_are_whole_or_not_written() {
     let md = std::fs::read_to_string(run.join("REPORT-coefficients.md")).unwrap();
     assert!(md.contains("| **mean** |"), "{md}");
     let plots = run.join("plots-coefficients");
-    let svgs = listing(&plots);
-    assert_eq!(svgs.len(), 31, "{svgs:?}");
-    for f in &svgs {
+    let files = listing(&plots);
+    assert_eq!(files.len(), 32, "{files:?}");
+    for f in files.iter().filter(|f| f.as_str() != "predictions.csv") {
         let svg = std::fs::read_to_string(plots.join(f)).unwrap();
         assert!(f.ends_with(".svg") && svg.trim_end().ends_with("</svg>"), "{f}");
     }
+    // One line per measured configuration, under the header.
+    let csv = std::fs::read_to_string(plots.join("predictions.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us");
+    // As many as the report counts.
+    let counted = format!("{} measured configurations", lines.len() - 1);
+    assert!(lines.len() > 1000 && md.contains(&counted), "{counted}");
+    assert!(lines[1..]
+        .iter()
+        .all(|l| l.split(',').count() == 9 && l.split(',').skip(7).all(|t| t.parse::<f64>().is_ok_and(|v| v > 0.0))));
     for d in [&run, &plots] {
         assert!(listing(d).iter().all(|f| !f.ends_with(".tmp")), "{:?}", listing(d));
     }

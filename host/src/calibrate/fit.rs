@@ -35,7 +35,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 19] = [
+const FITTED: [(&str, Map); 20] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -55,6 +55,7 @@ const FITTED: [(&str, Map); 19] = [
     ("launch_scale", Map::Positive),
     ("overlap_exponent", Map::AboveOne),
     ("smem_bytes_per_flop", Map::Positive),
+    ("combine_ops", Map::Positive),
 ];
 
 fn slot(name: &str) -> Option<usize> {

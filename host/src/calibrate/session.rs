@@ -85,16 +85,34 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
     text += &report.table();
     text += "\n![rho per workload](";
     text += &format!(
-        "{}/rho.svg)\n\nPredicted against measured time per workload: `{}/<workload>.svg`.\n",
+        "{}/rho.svg)\n\nPredicted against measured time per workload: `{}/<workload>.svg`; every configuration's \
+         measured and predicted time: `{}/predictions.csv`.\n",
+        plot_dir_name(plots),
         plot_dir_name(plots),
         plot_dir_name(plots)
     );
     crate::atomic_write::write(md, text.as_bytes())?;
     plot::rho_chart(&plots.join("rho.svg"), report)?;
+    let mut csv = String::from("workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us\n");
     for w in &l.data.workloads {
         let p = evaluate::predict(&l.spec, k, w);
-        plot::scatter(&plots.join(format!("{}.svg", w.workload.name())), w.workload.name(), &p, &w.times())?;
+        let t = w.times();
+        plot::scatter(&plots.join(format!("{}.svg", w.workload.name())), w.workload.name(), &p, &t)?;
+        for ((s, measured), predicted) in w.samples.iter().zip(&t).zip(&p) {
+            let st = &s.state;
+            csv += &format!(
+                "{},{},{},{},{},{},{},{measured:.3},{predicted:.3}\n",
+                w.workload.name(),
+                st.tile.m,
+                st.tile.n,
+                st.tile.k,
+                st.warps_m,
+                st.warps_n,
+                st.stages
+            );
+        }
     }
+    crate::atomic_write::write(&plots.join("predictions.csv"), csv.as_bytes())?;
     Ok(())
 }
 
