@@ -406,11 +406,10 @@ impl Shortlist {
         } else {
             self.len += 1;
         }
-        if let Some(tail) = self.entries.get_mut(at..self.len) {
-            tail.rotate_right(1);
-            if let Some(first) = tail.first_mut() {
-                *first = (t, u);
-            }
+        // Shift the tail one place right, `(t, u)` taking slot `at`.
+        let mut carry = (t, u);
+        for slot in self.entries.iter_mut().take(self.len).skip(at) {
+            core::mem::swap(slot, &mut carry);
         }
     }
 
