@@ -147,3 +147,37 @@ fn h200_schedules_use_the_calibrated_coefficients_by_default() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["coefficients"], "default");
 }
+
+#[test]
+fn cross_validation_writes_each_workloads_held_out_prediction() {
+    // Three workloads of run 1: each fold fits on the other two.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run1");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::copy(h200_data().join("run1/meta.json"), run.join("meta.json")).unwrap();
+    let keep = ["mm_small_256x512", "mm_medium_1024", "sm_small_256x512"];
+    let records = std::fs::read_to_string(h200_data().join("run1/records.jsonl")).unwrap();
+    let kept: String = records
+        .lines()
+        .filter(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["source"] == "kernel" && keep.iter().any(|k| v["workload"]["name"] == *k)
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(run.join("records.jsonl"), kept).unwrap();
+    let out = hwwfc().args(["report", "--data"]).arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(run.join("plots/predictions.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us,held_out_us");
+    assert_eq!(lines.len(), 1 + 294 + 294 + 33);
+    let mut differ = 0;
+    for l in &lines[1..] {
+        let f: Vec<f64> = l.split(',').skip(7).map(|t| t.parse().unwrap()).collect();
+        assert!(f.len() == 3 && f.iter().all(|v| *v > 0.0), "{l}");
+        differ += usize::from((f[1] - f[2]).abs() > 1e-3 * f[1]);
+    }
+    // The fit that saw a workload and the one that did not disagree.
+    assert!(differ > lines.len() / 2, "{differ} of {} differ", lines.len() - 1);
+}

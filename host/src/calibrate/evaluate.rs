@@ -27,6 +27,8 @@ pub struct Fold {
     pub workload: usize,
     /// Its agreement on the held-out workload.
     pub held_out: Agreement,
+    /// The coefficients fitted without it.
+    pub coefficients: Coefficients,
 }
 
 /// Leave-one-workload-out cross-validation: for each workload, fit on all
@@ -59,7 +61,7 @@ pub fn cross_validate(
                             data.workloads.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, w)| w).collect();
                         let fit = super::fit::fit(spec, start, &train, opts)?;
                         let held_out = agreement(spec, &fit.coefficients, &data.workloads[i]);
-                        out.push(Fold { workload: i, held_out });
+                        out.push(Fold { workload: i, held_out, coefficients: fit.coefficients });
                         progress(i);
                     }
                 })

@@ -4,6 +4,7 @@
 
 use super::dataset::Dataset;
 use super::metrics::Agreement;
+use hwwfc_core::Coefficients;
 use serde::Serialize;
 
 /// One workload's line.
@@ -72,6 +73,10 @@ pub struct Report {
     pub baseline: Means,
     /// Mean test-retest rho over the rows where it is known.
     pub retest_rho: Option<f64>,
+    /// Per workload, the coefficients fitted without it (cross-validation
+    /// only; empty otherwise).
+    #[serde(skip)]
+    pub fold_coefficients: Vec<Coefficients>,
 }
 
 impl Report {
@@ -99,6 +104,7 @@ impl Report {
             baseline: Means::of(baseline),
             retest_rho: (!retest.is_empty()).then(|| retest.iter().sum::<f64>() / retest.len() as f64),
             rows,
+            fold_coefficients: Vec::new(),
         }
     }
 

@@ -53,7 +53,10 @@ pub fn cross_validation_report(l: &Loaded, opts: &FitOptions) -> Result<Report> 
     bar.finish_and_clear();
     let model: Vec<_> = folds.iter().map(|f| f.held_out).collect();
     let baseline = evaluate::per_workload(&l.spec, &Coefficients::default(), &l.data);
-    Ok(Report::new(&l.data, "held out: leave-one-workload-out cross-validation".into(), &model, &baseline))
+    let mut report =
+        Report::new(&l.data, "held out: leave-one-workload-out cross-validation".into(), &model, &baseline);
+    report.fold_coefficients = folds.iter().map(|f| f.coefficients).collect();
+    Ok(report)
 }
 
 /// The agreement of exactly `k` (no refit), next to the defaults.
@@ -86,22 +89,31 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
     text += "\n![rho per workload](";
     text += &format!(
         "{}/rho.svg)\n\nPredicted against measured time per workload: `{}/<workload>.svg`; every configuration's \
-         measured and predicted time: `{}/predictions.csv`.\n",
+         measured and predicted time, and with cross-validation the prediction of the fit that did not see its \
+         workload: `{}/predictions.csv`.\n",
         plot_dir_name(plots),
         plot_dir_name(plots),
         plot_dir_name(plots)
     );
     crate::atomic_write::write(md, text.as_bytes())?;
     plot::rho_chart(&plots.join("rho.svg"), report)?;
-    let mut csv = String::from("workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us\n");
-    for w in &l.data.workloads {
+    // With cross-validation, each workload's prediction by the fit that
+    // did not see it as well.
+    let held_out = report.fold_coefficients.len() == l.data.workloads.len();
+    let mut csv = String::from("workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us");
+    csv += if held_out { ",held_out_us\n" } else { "\n" };
+    for (i, w) in l.data.workloads.iter().enumerate() {
         let p = evaluate::predict(&l.spec, k, w);
+        let h = match report.fold_coefficients.get(i) {
+            Some(f) if held_out => evaluate::predict(&l.spec, f, w),
+            _ => Vec::new(),
+        };
         let t = w.times();
         plot::scatter(&plots.join(format!("{}.svg", w.workload.name())), w.workload.name(), &p, &t)?;
-        for ((s, measured), predicted) in w.samples.iter().zip(&t).zip(&p) {
+        for (j, ((s, measured), predicted)) in w.samples.iter().zip(&t).zip(&p).enumerate() {
             let st = &s.state;
             csv += &format!(
-                "{},{},{},{},{},{},{},{measured:.3},{predicted:.3}\n",
+                "{},{},{},{},{},{},{},{measured:.3},{predicted:.3}",
                 w.workload.name(),
                 st.tile.m,
                 st.tile.n,
@@ -110,6 +122,10 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
                 st.warps_n,
                 st.stages
             );
+            match h.get(j) {
+                Some(v) => csv += &format!(",{v:.3}\n"),
+                None => csv += "\n",
+            }
         }
     }
     crate::atomic_write::write(&plots.join("predictions.csv"), csv.as_bytes())?;
