@@ -212,3 +212,17 @@ fn help_documents_the_model_format() {
             .and(predicate::str::contains("--dump-problem")),
     );
 }
+
+#[test]
+fn the_readme_shows_what_the_default_run_prints() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let start = readme.find("```text\n").expect("README has the sample output") + "```text\n".len();
+    let sample = &readme[start..start + readme[start..].find("```").unwrap()];
+    let out = hwwfc().arg("schedule").assert().success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let printed: Vec<&str> = stdout.lines().map(str::trim_end).collect();
+    // Every line of the sample but the elision is printed as it stands.
+    for line in sample.lines().map(str::trim_end).filter(|l| *l != "...") {
+        assert!(printed.contains(&line), "README line not printed by `hwwfc schedule`:\n{line}\n\n{stdout}");
+    }
+}
