@@ -1,6 +1,6 @@
 """Builds COMPARE.md and compare.svg from the results of run_on_gpu.sh.
 
-Usage: python3 make_table.py RESULTS_DIR OUT_DIR
+Usage: python3 make_table.py RESULTS_DIR OUT_DIR [SECOND_TRITON_DIR]
 
 Shares are of our exhaustive best as the same run measured it (the
 exhaustive search, `tune --top-k 0`, runs first and is the reference of the
@@ -9,6 +9,10 @@ time in the exhaustive search's records; for Triton and the vendor
 library, our best over their time (above 100% means faster than our best
 configuration). The same shares against the committed records of other
 days (calib-data/h200/run1 and run2) are given beside them.
+
+SECOND_TRITON_DIR holds the triton.json of a second call of
+triton_baseline.py on the shapes the run's time budget skipped; its rows
+are marked, and their shares are against the first run's best.
 """
 
 import json
@@ -22,6 +26,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 res, out = sys.argv[1], sys.argv[2]
+extra = json.load(open(f"{sys.argv[3]}/triton.json")) if len(sys.argv) > 3 else {"workloads": {}}
 here = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
 k = {n: json.load(open(f"{res}/k{n}/tune.json")) for n in (0, 4, 8)}
 
@@ -60,6 +65,8 @@ for w in k[8]["workloads"]:
     by = {n: next(x for x in k[n]["workloads"] if x["workload"] == name) for n in (0, 4, 8)}
     best = w["exhaustive_best_us"]
     t = tr["workloads"].get(name)
+    second = t is None and name in extra["workloads"]
+    t = t or extra["workloads"].get(name)
     rows.append({
         "name": name, "shape": w["shape"], "best_us": best,
         "pred_share": w["predicted_share"], "pred_us": w["predict_us"],
@@ -72,6 +79,7 @@ for w in k[8]["workloads"]:
         "k0_committed": committed_share(name, by[0]["chosen"]),
         "triton_us": t["triton_ms"] * 1e3 if t else None, "triton_s": t["autotune_s"] if t else None,
         "lib_us": t["library_ms"] * 1e3 if t else None, "lib": t["library"] if t else None,
+        "triton_second_call": second,
     })
 
 
@@ -81,6 +89,10 @@ def pct(x):
 
 def num(x, f="{:.2f}"):
     return "-" if x is None else f.format(x)
+
+
+def mark(r):
+    return " (2nd call)" if r["triton_second_call"] else ""
 
 
 lines = [
@@ -94,8 +106,8 @@ for r in rows:
     lines.append(
         f"| {r['name']} | {r['shape']} | {r['best_us']:.2f} | {pct(r['pred_share'])} / {r['pred_us']:.0f} us "
         f"| {pct(r['k4_share'])} / {r['k4_s']:.2f} s | {pct(r['k8_share'])} / {r['k8_s']:.2f} s | {r['k0_s']:.2f} s "
-        f"| {num(r['triton_us'])} us ({pct(tshare)}) / {num(r['triton_s'], '{:.1f}')} s "
-        f"| {num(r['lib_us'])} us ({pct(lshare)}) |"
+        f"| {num(r['triton_us'])} us ({pct(tshare)}) / {num(r['triton_s'], '{:.1f}')} s{mark(r)} "
+        f"| {num(r['lib_us'])} us ({pct(lshare)}){mark(r)} |"
     )
 n = len(rows)
 mean = lambda key: sum(r[key] for r in rows if r[key] is not None) / max(1, sum(1 for r in rows if r[key] is not None))
@@ -111,13 +123,17 @@ summary = {
     "triton_autotune_s_median": sorted(r["triton_s"] for r in tr_rows)[len(tr_rows) // 2] if tr_rows else None,
     "triton_share_of_our_best": sum(r["best_us"] / r["triton_us"] for r in tr_rows) / max(1, len(tr_rows)),
     "library_share_of_our_best": sum(r["best_us"] / r["lib_us"] for r in tr_rows) / max(1, len(tr_rows)),
-    "triton_skipped": tr["skipped"],
+    "triton_skipped": [w for w in tr["skipped"] if w not in extra["workloads"]],
+    "triton_second_call": sorted(r["name"] for r in rows if r["triton_second_call"]),
     "committed_reference": {key: mean(f"{key}_committed") for key in ("pred", "k4", "k8", "k0")},
 }
 held_out = re.search(r"\| \*\*mean\*\* .*?\*\*([0-9.]+)% / ([0-9.]+)% / ([0-9.]+)%\*\*",
                      open(f"{here}/../REPORT.md").read())
 held_out = " / ".join(f"{x}%" for x in held_out.groups()) if held_out else "see the report"
 c = summary["committed_reference"]
+second_call = (f"; {len(summary['triton_second_call'])} of them were measured in a second call of "
+               f"`triton_baseline.py` ({extra.get('device')}, marked \"2nd call\"), whose shares are against this "
+               "run's best" if summary["triton_second_call"] else "")
 head = f"""# HW-WFC against Triton's autotuner and the vendor libraries on the H200
 
 One run of `run_on_gpu.sh` ({tr['device']}, torch {tr['torch']}, Triton {tr['triton']}); raw results in
@@ -130,7 +146,7 @@ the CPU); top-4 tuning {pct(summary['top4_share'])} in {summary['top4_profile_s'
 {summary['top8_profile_s']:.1f} s (+{summary['top8_compile_s']:.1f} s); exhaustive search
 {summary['exhaustive_profile_s']:.1f} s (+{summary['exhaustive_compile_s']:.1f} s). Triton's autotuner took
 {num(summary['triton_autotune_s_median'], '{:.1f}')} s per shape (median over {summary['triton_workloads']} shapes; the
-run's time budget skipped {len(tr['skipped'])}: {', '.join(tr['skipped']) or 'none'}), and its kernels run at
+run's time budget skipped {len(tr['skipped'])}: {', '.join(tr['skipped']) or 'none'}{second_call}), and its kernels run at
 {pct(summary['triton_share_of_our_best'])} of our best's speed on average (our matmul is an `mma.sync` kernel,
 Triton's and cuBLAS's use Hopper's `wgmma`); the libraries at {pct(summary['library_share_of_our_best'])}.
 
