@@ -27,8 +27,9 @@ pub struct Fold {
     pub workload: usize,
     /// Its agreement on the held-out workload.
     pub held_out: Agreement,
-    /// The coefficients fitted without it.
-    pub coefficients: Coefficients,
+    /// The prediction for each of its samples by the fit that did not see
+    /// it, in microseconds.
+    pub predictions: Vec<f64>,
 }
 
 /// Leave-one-workload-out cross-validation: for each workload, fit on all
@@ -60,8 +61,10 @@ pub fn cross_validate(
                         let train: Vec<&WorkloadData> =
                             data.workloads.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, w)| w).collect();
                         let fit = super::fit::fit(spec, start, &train, opts)?;
-                        let held_out = agreement(spec, &fit.coefficients, &data.workloads[i]);
-                        out.push(Fold { workload: i, held_out, coefficients: fit.coefficients });
+                        let w = &data.workloads[i];
+                        let predictions = predict(spec, &fit.coefficients, w);
+                        let held_out = metrics::agreement(&predictions, &w.times());
+                        out.push(Fold { workload: i, held_out, predictions });
                         progress(i);
                     }
                 })

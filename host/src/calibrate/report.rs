@@ -4,7 +4,6 @@
 
 use super::dataset::Dataset;
 use super::metrics::Agreement;
-use hwwfc_core::Coefficients;
 use serde::Serialize;
 
 /// One workload's line.
@@ -73,10 +72,10 @@ pub struct Report {
     pub baseline: Means,
     /// Mean test-retest rho over the rows where it is known.
     pub retest_rho: Option<f64>,
-    /// Per workload, the coefficients fitted without it (cross-validation
-    /// only; empty otherwise).
+    /// Per workload, the prediction for each sample by the fit that did not
+    /// see it (cross-validation only; empty otherwise).
     #[serde(skip)]
-    pub fold_coefficients: Vec<Coefficients>,
+    pub held_out_predictions: Vec<Vec<f64>>,
 }
 
 impl Report {
@@ -104,7 +103,7 @@ impl Report {
             baseline: Means::of(baseline),
             retest_rho: (!retest.is_empty()).then(|| retest.iter().sum::<f64>() / retest.len() as f64),
             rows,
-            fold_coefficients: Vec::new(),
+            held_out_predictions: Vec::new(),
         }
     }
 

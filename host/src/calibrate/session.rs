@@ -55,7 +55,7 @@ pub fn cross_validation_report(l: &Loaded, opts: &FitOptions) -> Result<Report> 
     let baseline = evaluate::per_workload(&l.spec, &Coefficients::default(), &l.data);
     let mut report =
         Report::new(&l.data, "held out: leave-one-workload-out cross-validation".into(), &model, &baseline);
-    report.fold_coefficients = folds.iter().map(|f| f.coefficients).collect();
+    report.held_out_predictions = folds.into_iter().map(|f| f.predictions).collect();
     Ok(report)
 }
 
@@ -99,15 +99,12 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
     plot::rho_chart(&plots.join("rho.svg"), report)?;
     // With cross-validation, each workload's prediction by the fit that
     // did not see it as well.
-    let held_out = report.fold_coefficients.len() == l.data.workloads.len();
+    let held_out = report.held_out_predictions.len() == l.data.workloads.len();
     let mut csv = String::from("workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us");
     csv += if held_out { ",held_out_us\n" } else { "\n" };
     for (i, w) in l.data.workloads.iter().enumerate() {
         let p = evaluate::predict(&l.spec, k, w);
-        let h = match report.fold_coefficients.get(i) {
-            Some(f) if held_out => evaluate::predict(&l.spec, f, w),
-            _ => Vec::new(),
-        };
+        let h = if held_out { report.held_out_predictions.get(i) } else { None };
         let t = w.times();
         plot::scatter(&plots.join(format!("{}.svg", w.workload.name())), w.workload.name(), &p, &t)?;
         for (j, ((s, measured), predicted)) in w.samples.iter().zip(&t).zip(&p).enumerate() {
@@ -122,10 +119,10 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
                 st.warps_n,
                 st.stages
             );
-            match h.get(j) {
-                Some(v) => csv += &format!(",{v:.3}\n"),
-                None => csv += "\n",
+            if let Some(v) = h.and_then(|h| h.get(j)) {
+                csv += &format!(",{v:.3}");
             }
+            csv.push('\n');
         }
     }
     crate::atomic_write::write(&plots.join("predictions.csv"), csv.as_bytes())?;
