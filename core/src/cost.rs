@@ -8,15 +8,17 @@
 //! (bounded by SRAM, threads, registers and the block limit: occupancy),
 //! the device holds `SMs x occ` blocks at once and runs the grid in
 //! `waves = ceil(blocks / (SMs x occ))` waves (wave quantization); the
-//! busiest SM runs `ceil(blocks / SMs)` blocks. Three times bound the body:
+//! busiest SM runs `ceil(blocks / SMs)` blocks. Four times bound the body:
 //!
 //! - compute: the busiest SM's flops, padded to whole tiles (edge waste),
 //!   over its share of peak, scaled by the matrix-instruction efficiency of
-//!   the warp tile `a / (a + warp_tile_half)` and by how well the resident
-//!   warps hide latency `w / (w + warps_half)`; for a softmax, the work of
-//!   every thread over every element slot it holds, used or masked, and
-//!   the block-wide reduction, in which every thread folds in every warp's
-//!   partial result (threads x warps);
+//!   the warp tile `a / (a + warp_tile_half)`, by how well the `w` resident
+//!   warps hide latency `w / (w + warps_half)`, and, on a CUDA device, by
+//!   the share of the SM's four sub-partitions they occupy `min(w / 4, 1)`
+//!   (each has its own tensor cores, and a warp runs on one); for a
+//!   softmax, the work of every thread over every element slot it holds,
+//!   used or masked, and the block-wide reduction, in which every thread
+//!   folds in every warp's partial result (threads x warps);
 //! - memory: bytes from DRAM (each operand once, plus the re-reads between
 //!   tiles that miss in L2) and the tile traffic through L2 (which falls
 //!   with the tile's reuse `BM*BN/(BM+BN)`), at a bandwidth that the bytes
@@ -29,9 +31,14 @@
 //!   that are not 16-byte aligned take the kernel's scalar path; a
 //!   softmax's second read of a row comes from L2 while the rows in
 //!   progress fit there;
-//! - latency: the steps a block slot runs one after another (k-loop steps,
-//!   softmax column steps), each with a barrier and a wait that a deeper
-//!   pipeline hides;
+//! - chain: what one block slot does one after another: its steps (k-loop
+//!   steps, softmax column steps), each with a barrier and a wait that a
+//!   deeper pipeline hides, its own share of the compute, and its fixed
+//!   work outside the loop (prologue, epilogue, a softmax's block
+//!   reduction). With `occ` blocks resident the others run during one
+//!   block's stalls, so the chain counts `1 / occ` of the compute: one
+//!   block alone on an SM exposes every barrier and its epilogue, two or
+//!   more hide them behind each other's work;
 //! - shared memory: a matmul tile staged on chip is read by every warp for
 //!   its own warp tile, `(warps_n x BM + warps_m x BN) x BK` elements a
 //!   k-step, at the SM's shared-memory bandwidth; two warp grids of one
@@ -40,8 +47,7 @@
 //!
 //! They combine in a smooth maximum `(c^p + m^p + l^p + s^p)^(1/p)`, so no term
 //! saturates the score: tile shape, wave count, occupancy and pipeline
-//! depth all move the prediction. Per-block work outside the loop
-//! (prologue, epilogue, a softmax's block reduction) and the launch add on.
+//! depth all move the prediction. The launch adds on.
 //!
 //! # Transition cost
 //!
@@ -56,12 +62,13 @@
 use crate::dtype::DType;
 use crate::layer::Op;
 use crate::resource;
+use crate::space::SpaceKind;
 use crate::spec::HardwareSpec;
 use crate::state::{Layout, Placement, State};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Coefficients`] layout; stored in coefficient files.
-pub const COEFFICIENTS_VERSION: u8 = 4;
+pub const COEFFICIENTS_VERSION: u8 = 5;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -102,7 +109,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 23;
+pub const COEFFICIENT_COUNT: usize = 24;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -119,7 +126,7 @@ coefficients! {
     /// Warp-tile area (elements) at which the matrix units reach half of
     /// `compute_efficiency`.
     warp_tile_half = 256.0;
-    /// Resident warps per SM at which latency is half hidden.
+    /// Resident warps per SM at which a matmul's latency is half hidden.
     warps_half = 2.0;
     /// Barrier and wait of one k-loop (or softmax column) step that a
     /// single stage does not hide, in microseconds.
@@ -131,6 +138,10 @@ coefficients! {
     block_dispatch_us = 0.05;
     /// Share of peak fp32 arithmetic a softmax reaches.
     softmax_efficiency = 0.5;
+    /// Resident warps per SM at which a softmax's latency is half hidden:
+    /// its chains of dependent fp32, exponential and shuffle instructions
+    /// want about four warps on each of the four sub-partitions.
+    softmax_warps_half = 16.0;
     /// Latency of one softmax column step not hidden, in microseconds.
     softmax_step_latency_us = 0.1;
     /// Fixed cost per softmax block, in microseconds.
@@ -252,10 +263,19 @@ fn bandwidth(spec: &HardwareSpec, c: &Coefficients, g: &Grid, s: &State, in_flig
     (1.0 / (1.0 / streaming + 1.0 / little.max(1e-9))).max(1.0)
 }
 
-/// Share of peak that the resident warps of the busiest SM reach.
-fn latency_hiding(c: &Coefficients, g: &Grid, s: &State) -> f32 {
-    let w = g.resident() * s.warps().max(1) as f32;
-    w / (w + c.warps_half)
+/// Sub-partitions (warp schedulers) of an SM, each with its own tensor
+/// cores: four on every NVIDIA GPU since Volta.
+const SUB_PARTITIONS_PER_SM: f32 = 4.0;
+
+/// Resident warps of the busiest SM.
+fn resident_warps(g: &Grid, s: &State) -> f32 {
+    g.resident() * s.warps().max(1) as f32
+}
+
+/// Share of peak that `w` resident warps reach by hiding each other's
+/// latency, half of it at `half` warps.
+fn latency_hiding(w: f32, half: f32) -> f32 {
+    w / (w + half)
 }
 
 /// The smooth maximum `(sum t^p)^(1/p)` of the bounds of a body, with the
@@ -276,16 +296,23 @@ fn smooth_max(c: &Coefficients, g: &Grid, terms: [f32; 4]) -> f32 {
 /// Predicted time of `op` in `state`, in microseconds (finite, positive).
 pub fn unary_cost(spec: &HardwareSpec, k: &Coefficients, op: &Op, state: &State) -> f32 {
     let g = grid(spec, op, state);
-    let (body, per_block) = match *op {
+    let body = match *op {
         Op::MatMul { m, n, k: depth, batch, dtype } => matmul_body(spec, k, state, &g, [m, n, depth, batch], dtype),
         Op::Softmax { rows, cols, dtype } => softmax_body(spec, k, state, &g, rows, cols, dtype.bytes()),
     };
-    let overhead = g.per_slot() * per_block + spec.launch_overhead_us * k.launch_scale;
-    body + overhead
+    body + spec.launch_overhead_us * k.launch_scale
 }
 
-/// The body of a matmul and its per-block fixed cost.
-fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u32; 4], dtype: DType) -> (f32, f32) {
+/// The chain of one block slot: the exposed time of its steps `t_steps`,
+/// its share `1 / resident` of the busiest SM's compute `t_compute` (the
+/// other resident blocks run during its stalls), and its fixed work
+/// `per_block`, once for every block it runs.
+fn chain(g: &Grid, t_steps: f32, t_compute: f32, per_block: f32) -> f32 {
+    t_steps + t_compute / g.resident() + g.per_slot() * per_block
+}
+
+/// The body of a matmul.
+fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u32; 4], dtype: DType) -> f32 {
     let [m, n, depth, batch] = dims.map(|d| d as f32);
     let e = dtype.bytes() as f32;
     let (bm, bn, bk) = (s.tile.m.max(1) as f32, s.tile.n.max(1) as f32, s.tile.k.max(1) as f32);
@@ -303,7 +330,10 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // Compute: the busiest SM's padded flops over its share of peak.
     let warp_area = (bm / s.warps_m.max(1) as f32) * (bn / s.warps_n.max(1) as f32);
     let mma = warp_area / (warp_area + c.warp_tile_half);
-    let rate_sm = spec.peak_flop_per_us(dtype) / sms * c.compute_efficiency * mma * latency_hiding(c, g, s);
+    let w = resident_warps(g, s);
+    let busy = if spec.space == SpaceKind::Cuda { (w / SUB_PARTITIONS_PER_SM).min(1.0) } else { 1.0 };
+    let rate_sm =
+        spec.peak_flop_per_us(dtype) / sms * c.compute_efficiency * mma * busy * latency_hiding(w, c.warps_half);
     let flops_block = 2.0 * bm * bn * bk * steps;
     let t_compute = g.blocks_per_sm as f32 * flops_block / rate_sm;
 
@@ -321,11 +351,11 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let bw = bandwidth(spec, c, g, s, in_flight);
     let t_memory = (dram / bw).max(traffic / (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio));
 
-    // Latency: the steps a slot runs back to back; a pipeline of `stages`
+    // Steps: those a slot runs back to back; a pipeline of `stages`
     // buffers keeps `stages - 1` loads ahead of the compute.
     let ahead = if pipelined { (s.stages.max(2) - 1) as f32 } else { s.stages.max(1) as f32 };
     let ahead = if scalar_chunks > 0.0 { 1.0 } else { ahead };
-    let t_latency = g.per_slot() * steps * (c.step_latency_us / ahead + scalar_chunks * c.scalar_load_us);
+    let t_steps = g.per_slot() * steps * (c.step_latency_us / ahead + scalar_chunks * c.scalar_load_us);
 
     // Shared memory: each warp reads the rows of A and the columns of B of
     // its warp tile from the staged tile, every k-step.
@@ -341,19 +371,12 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // stores scatter over the rows of the mma fragments.
     let store_bw = spec.dram_bytes_per_us() * c.store_efficiency / (sms * g.resident());
     let per_block = c.block_overhead_us + bm * bn * e / store_bw;
-    (smooth_max(c, g, [t_compute, t_memory, t_latency, t_smem]), per_block)
+    let t_chain = chain(g, t_steps, t_compute, per_block);
+    smooth_max(c, g, [t_compute, t_memory, t_chain, t_smem])
 }
 
-/// The body of a softmax and its per-block fixed cost.
-fn softmax_body(
-    spec: &HardwareSpec,
-    c: &Coefficients,
-    s: &State,
-    g: &Grid,
-    rows: u32,
-    cols: u32,
-    e: u32,
-) -> (f32, f32) {
+/// The body of a softmax.
+fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows: u32, cols: u32, e: u32) -> f32 {
     let (rows, cols, e) = (rows as f32, cols as f32, e as f32);
     let tm = s.tile.m.max(1) as f32;
     let tn = s.tile.n.max(1) as f32;
@@ -374,7 +397,8 @@ fn softmax_body(
     // Arithmetic: every slot of every step costs a few flops (compare,
     // subtract, exp, add), masked ones too.
     let sms = spec.sm_count.max(1) as f32;
-    let rate_sm = spec.peak_tflops.f32 * 1.0e6 / sms * c.softmax_efficiency * latency_hiding(c, g, s);
+    let hiding = latency_hiding(resident_warps(g, s), c.softmax_warps_half);
+    let rate_sm = spec.peak_tflops.f32 * 1.0e6 / sms * c.softmax_efficiency * hiding;
     // The block-wide reduction: every thread folds in every warp's partial
     // (max, sum), two exponentials each, so a block's share grows with
     // threads x warps.
@@ -392,12 +416,13 @@ fn softmax_body(
     let bw = bandwidth(spec, c, g, s, threads * per_thread * e);
     let t_memory = bytes * strided / bw;
 
-    // Latency: the steps of a block, one after another.
-    let t_latency = g.per_slot() * steps * c.softmax_step_latency_us;
+    // Steps: those of a block, one after another.
+    let t_steps = g.per_slot() * steps * c.softmax_step_latency_us;
 
     // Per block: the block-wide reduction, one turn per warp.
     let per_block = c.softmax_block_overhead_us + (5.0 + s.warps() as f32) * c.reduce_us_per_warp;
-    (smooth_max(c, g, [t_compute, t_memory, t_latency, 0.0]), per_block)
+    let t_chain = chain(g, t_steps, t_compute, per_block);
+    smooth_max(c, g, [t_compute, t_memory, t_chain, 0.0])
 }
 
 /// Time to rewrite a tensor of `bytes` once (read and write) as a separate

@@ -35,7 +35,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 20] = [
+const FITTED: [(&str, Map); 21] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -47,6 +47,7 @@ const FITTED: [(&str, Map); 20] = [
     ("block_overhead_us", Map::Positive),
     ("block_dispatch_us", Map::Positive),
     ("softmax_efficiency", Map::Share),
+    ("softmax_warps_half", Map::Positive),
     ("softmax_step_latency_us", Map::Positive),
     ("softmax_block_overhead_us", Map::Positive),
     ("reduce_us_per_warp", Map::Positive),
