@@ -41,7 +41,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Measure only the K configurations the calibrated model ranks best
     /// for each workload, keep the fastest, and compare it with an
-    /// exhaustive search's records.
+    /// exhaustive search's records. Those within 3% of the fastest are
+    /// measured a second time (records in OUT/confirm/), and the lowest
+    /// geometric mean of the two medians wins.
     Tune(TuneArgs),
 }
 

@@ -1,6 +1,6 @@
 """Builds COMPARE.md and compare.svg from the results of run_on_gpu.sh.
 
-Usage: python3 make_table.py RESULTS_DIR OUT_DIR [SECOND_TRITON_DIR]
+Usage: python3 make_table.py RESULTS_DIR OUT_DIR [TRITON_DIR [SECOND_TRITON_DIR]]
 
 Shares are of our exhaustive best as the same run measured it (the
 exhaustive search, `tune --top-k 0`, runs first and is the reference of the
@@ -10,9 +10,11 @@ library, our best over their time (above 100% means faster than our best
 configuration). The same shares against the committed records of other
 days (calib-data/h200/run1 and run2) are given beside them.
 
-SECOND_TRITON_DIR holds the triton.json of a second call of
-triton_baseline.py on the shapes the run's time budget skipped; its rows
-are marked, and their shares are against the first run's best.
+TRITON_DIR holds the triton.json of Triton's autotuner and the libraries
+(default: RESULTS_DIR); SECOND_TRITON_DIR that of a second call of
+triton_baseline.py on the shapes the first call's time budget skipped; its
+rows are marked. Shares of Triton and the libraries are against the best of
+RESULTS_DIR's exhaustive search.
 """
 
 import json
@@ -26,7 +28,8 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 res, out = sys.argv[1], sys.argv[2]
-extra = json.load(open(f"{sys.argv[3]}/triton.json")) if len(sys.argv) > 3 else {"workloads": {}}
+triton_dir = sys.argv[3] if len(sys.argv) > 3 else res
+extra = json.load(open(f"{sys.argv[4]}/triton.json")) if len(sys.argv) > 4 else {"workloads": {}}
 here = __file__.rsplit("/", 1)[0] if "/" in __file__ else "."
 k = {n: json.load(open(f"{res}/k{n}/tune.json")) for n in (0, 4, 8)}
 
@@ -58,7 +61,7 @@ def committed_share(name, label):
     t = committed.get((name, label))
     return min(own) / t if own and t else None
 
-tr = json.load(open(f"{res}/triton.json"))
+tr = json.load(open(f"{triton_dir}/triton.json"))
 rows = []
 for w in k[8]["workloads"]:
     name = w["workload"]
@@ -136,8 +139,12 @@ second_call = (f"; {len(summary['triton_second_call'])} of them were measured in
                "run's best" if summary["triton_second_call"] else "")
 head = f"""# HW-WFC against Triton's autotuner and the vendor libraries on the H200
 
-One run of `run_on_gpu.sh` ({tr['device']}, torch {tr['torch']}, Triton {tr['triton']}); raw results in
-`results/`. {__doc__.split(chr(10) + chr(10))[2].strip()}
+Our tuning: one run of `run_on_gpu.sh` (raw results in `{res.rstrip('/').rsplit('/', 1)[-1]}/`). Triton's autotuner and
+the libraries: `triton_baseline.py` ({tr['device']}, torch {tr['torch']}, Triton {tr['triton']}; raw results in
+`{triton_dir.rstrip('/').rsplit('/', 1)[-1]}/`). {__doc__.split(chr(10) + chr(10))[2].strip()}
+Top-k tuning measures the model's k best once, then measures again those within
+{100 * k[8].get('confirm_tolerance', 0):.0f}% of the fastest and keeps the lowest geometric mean of their two times
+(the profiling times include both passes).
 
 Means over {n} workloads: the model's first choice with no measurement reaches {pct(summary['model_only_share'])} of
 our exhaustive best, chosen in {summary['model_only_choose_us_median']:.0f} us (median, ranking all configurations on

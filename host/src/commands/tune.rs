@@ -1,5 +1,13 @@
 //! `hwwfc tune`: measure only the K configurations the calibrated model
 //! ranks best, keep the fastest, and compare with exhaustive records.
+//!
+//! The fastest is decided on two measurements where one is not enough:
+//! the configurations whose first median is within [`CONFIRM_TOLERANCE`]
+//! of the fastest are measured once more, in a second pass (records in
+//! `OUT/confirm/`), and the choice goes to the lowest geometric mean of
+//! the two medians. Kernels of a few microseconds measure several percent
+//! apart from one pass to the next, more than the gaps between the best
+//! few configurations.
 
 use crate::calibrate::dataset;
 use crate::cli::TuneArgs;
@@ -23,6 +31,41 @@ pub fn ranked(spec: &HardwareSpec, k: &Coefficients, op: &Op, configs: Vec<Confi
     v
 }
 
+/// Configurations whose first median is within this share of the fastest
+/// are measured a second time before the choice.
+pub const CONFIRM_TOLERANCE: f64 = 0.03;
+
+/// The configurations of one workload's first pass `(config, median)` worth
+/// a second measurement: those within [`CONFIRM_TOLERANCE`] of the fastest,
+/// none where only one is.
+pub fn finalists(first: &[(Config, f64)]) -> Vec<Config> {
+    let Some(best) = first.iter().map(|x| x.1).reduce(f64::min) else { return Vec::new() };
+    let close: Vec<Config> = first.iter().filter(|x| x.1 <= best * (1.0 + CONFIRM_TOLERANCE)).map(|x| x.0).collect();
+    if close.len() > 1 {
+        close
+    } else {
+        Vec::new()
+    }
+}
+
+/// The choice among a workload's first pass and the second measurements of
+/// its finalists: the finalist of the lowest geometric mean of its two
+/// medians (its first alone where the second is missing), or the fastest
+/// first median when there were no finalists. Returns the configuration
+/// and the time it is chosen by.
+pub fn choose(first: &[(Config, f64)], second: &[(Config, f64)]) -> Option<(Config, f64)> {
+    let finals = finalists(first);
+    let pooled = |(c, t): &(Config, f64)| {
+        let again = second.iter().find(|x| x.0.index == c.index).map(|x| x.1);
+        (*c, again.map_or(*t, |a| (t * a).sqrt()))
+    };
+    first
+        .iter()
+        .filter(|x| finals.is_empty() || finals.iter().any(|f| f.index == x.0.index))
+        .map(pooled)
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.index.cmp(&b.0.index)))
+}
+
 /// One workload's result.
 #[derive(Clone, Debug, Serialize)]
 pub struct Tuned {
@@ -32,15 +75,19 @@ pub struct Tuned {
     pub shape: String,
     /// Configurations measured.
     pub measured: usize,
+    /// Of which measured a second time (the finalists).
+    pub confirmed: usize,
     /// The model's top choice (no measurement).
     pub predicted: String,
     /// Microseconds to rank every configuration with the model (median).
     pub predict_us: f64,
     /// The fastest measured configuration.
     pub chosen: String,
-    /// Its median time, microseconds.
+    /// Its median time, microseconds (the geometric mean of its two medians
+    /// when it was measured twice).
     pub chosen_us: f64,
-    /// Seconds spent measuring this workload (checks and timing).
+    /// Seconds spent measuring this workload (checks and timing, both
+    /// passes).
     pub profile_s: f64,
     /// The exhaustive best in the reference records, microseconds.
     pub exhaustive_best_us: Option<f64>,
@@ -88,26 +135,29 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     };
     let picked: std::sync::Arc<std::sync::Mutex<HashMap<String, (Config, f64)>>> = Default::default();
     let picked_in = picked.clone();
+    let spec_for = move |info: &crate::gpu::DeviceInfo| -> Result<HardwareSpec> {
+        let spec = match &spec_arg {
+            Some(s) => s.clone(),
+            None => super::profile::builtin_for_device(info)?,
+        };
+        // Coefficients of another GPU would rank this one's
+        // configurations wrongly.
+        if let Some(l) = &loaded {
+            if let Some(warning) =
+                coefficients_file::check_provenance(l, &spec.name, Some(info.name.as_str()), allow_other_gpu)?
+            {
+                eprintln!("warning: {warning}");
+            }
+        }
+        Ok(spec)
+    };
+    let spec_for = std::sync::Arc::new(spec_for);
+    let spec_for_first = spec_for.clone();
     let opts = runner::Options {
         gpu: args.gpu,
         workloads: workloads.clone(),
         out: out.clone(),
-        spec_for: Box::new(move |info| {
-            let spec = match &spec_arg {
-                Some(s) => s.clone(),
-                None => super::profile::builtin_for_device(info)?,
-            };
-            // Coefficients of another GPU would rank this one's
-            // configurations wrongly.
-            if let Some(l) = &loaded {
-                if let Some(warning) =
-                    coefficients_file::check_provenance(l, &spec.name, Some(info.name.as_str()), allow_other_gpu)?
-                {
-                    eprintln!("warning: {warning}");
-                }
-            }
-            Ok(spec)
-        }),
+        spec_for: Box::new(move |info| spec_for_first(info)),
         run_label: format!("tune-k{top_k}"),
         policy: TimingPolicy::default(),
         commit: env!("HWWFC_COMMIT").to_string(),
@@ -128,23 +178,62 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         cublas: false,
     };
     let summary = runner::run(&opts)?;
-    let records = record::read_all(&out.join("records.jsonl"))?;
+    let first = measured(&record::read_all(&out.join("records.jsonl"))?, &workloads);
+
+    // The second pass: the finalists of every workload that has some.
+    let finals: HashMap<String, Vec<Config>> = workloads
+        .iter()
+        .filter_map(|w| Some((format!("{:?}", w.op()?), finalists(first.get(w.name())?))))
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
+    let again: Vec<_> = workloads
+        .iter()
+        .filter(|w| w.op().is_some_and(|op| finals.contains_key(&format!("{op:?}"))))
+        .cloned()
+        .collect();
+    let confirm_dir = out.join("confirm");
+    let (second, confirm) = if again.is_empty() {
+        (HashMap::new(), runner::Summary::default())
+    } else {
+        eprintln!(
+            "measuring {} finalists of {} workloads again",
+            finals.values().map(Vec::len).sum::<usize>(),
+            again.len()
+        );
+        let opts = runner::Options {
+            gpu: args.gpu,
+            workloads: again.clone(),
+            out: confirm_dir.clone(),
+            spec_for: Box::new(move |info| spec_for(info)),
+            run_label: format!("tune-k{top_k}-confirm"),
+            policy: TimingPolicy::default(),
+            commit: env!("HWWFC_COMMIT").to_string(),
+            verbose: false,
+            select: Some(Box::new(move |_, op, configs| {
+                let keep = finals.get(&format!("{op:?}")).cloned().unwrap_or_default();
+                configs.into_iter().filter(|c| keep.iter().any(|k| k.index == c.index)).collect()
+            })),
+            cublas: false,
+        };
+        let summary = runner::run(&opts)?;
+        (measured(&record::read_all(&confirm_dir.join("records.jsonl"))?, &again), summary)
+    };
     let reference = match &args.reference {
         Some(dir) => Some(dataset::load(dir)?),
         None => None,
     };
-    let seconds: HashMap<&str, f64> = summary.workload_seconds.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    let mut seconds: HashMap<&str, f64> = HashMap::new();
+    for (n, s) in summary.workload_seconds.iter().chain(confirm.workload_seconds.iter()) {
+        *seconds.entry(n.as_str()).or_default() += *s;
+    }
     let picked = picked.lock().map(|p| p.clone()).unwrap_or_default();
     let mut rows = Vec::new();
     for w in &workloads {
         let Some(op) = w.op() else { continue };
         let kind = op.kind();
-        let mine: Vec<_> = records
-            .iter()
-            .filter(|r| r.source == Source::Kernel && r.status == Status::Ok && r.workload.name() == w.name())
-            .filter_map(|r| Some((r.config?, r.timing.as_ref()?.median_us)))
-            .collect();
-        let Some(&(chosen, chosen_us)) = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1)) else { continue };
+        let Some(mine) = first.get(w.name()) else { continue };
+        let again = second.get(w.name()).map_or(&[][..], Vec::as_slice);
+        let Some((chosen, chosen_us)) = choose(mine, again) else { continue };
         let (predicted, predict_us) = picked.get(&format!("{op:?}")).copied().unwrap_or((chosen, f64::NAN));
         let reference_w = reference.as_ref().and_then(|d| d.workloads.iter().find(|x| x.workload.name() == w.name()));
         let time_of = |c: &Config| {
@@ -156,6 +245,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             workload: w.name().to_string(),
             shape: w.shape(),
             measured: mine.len(),
+            confirmed: again.len(),
             predicted: predicted.label(kind),
             predict_us,
             chosen: chosen.label(kind),
@@ -168,11 +258,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             predicted_share: best.zip(rp).map(|(b, p)| b / p),
         });
     }
-    print_table(&rows, top_k, summary.compile_seconds);
+    let compile_s = summary.compile_seconds + confirm.compile_seconds;
+    print_table(&rows, top_k, compile_s);
     let json = serde_json::json!({
         "top_k": top_k,
-        "compile_s": summary.compile_seconds,
-        "seconds": summary.seconds,
+        "compile_s": compile_s,
+        "seconds": summary.seconds + confirm.seconds,
+        "confirm_tolerance": CONFIRM_TOLERANCE,
         "reference": args.reference.as_ref().map(|p| p.display().to_string()),
         "workloads": rows,
     });
@@ -181,20 +273,34 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     Ok(())
 }
 
+/// Each workload's successful kernel measurements `(config, median)`, by
+/// workload name.
+fn measured(records: &[record::Record], workloads: &[workload::Workload]) -> HashMap<String, Vec<(Config, f64)>> {
+    let mut by: HashMap<String, Vec<(Config, f64)>> = HashMap::new();
+    for r in records.iter().filter(|r| r.source == Source::Kernel && r.status == Status::Ok) {
+        if let (Some(c), Some(t)) = (r.config, r.timing.as_ref()) {
+            if workloads.iter().any(|w| w.name() == r.workload.name()) {
+                by.entry(r.workload.name().to_string()).or_default().push((c, t.median_us));
+            }
+        }
+    }
+    by
+}
+
 fn print_table(rows: &[Tuned], top_k: usize, compile_s: f64) {
     let k = if top_k == 0 { "all".to_string() } else { top_k.to_string() };
     println!("top-{k} tuning (compilation: {compile_s:.1} s for all workloads, in parallel)\n");
     println!(
-        "{:<30} {:>16} {:>4} {:>24} {:>11} {:>9} {:>9} {:>10}",
+        "{:<30} {:>16} {:>5} {:>24} {:>11} {:>9} {:>9} {:>10}",
         "workload", "shape", "n", "chosen", "time_us", "profile_s", "share", "predicted"
     );
     for r in rows {
         let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0));
         println!(
-            "{:<30} {:>16} {:>4} {:>24} {:>11.2} {:>9.2} {:>9} {:>10}",
+            "{:<30} {:>16} {:>5} {:>24} {:>11.2} {:>9.2} {:>9} {:>10}",
             r.workload,
             r.shape,
-            r.measured,
+            if r.confirmed > 0 { format!("{}+{}", r.measured, r.confirmed) } else { r.measured.to_string() },
             r.chosen,
             r.chosen_us,
             r.profile_s,
@@ -212,4 +318,45 @@ fn print_table(rows: &[Tuned], top_k: usize, compile_s: f64) {
         );
     }
     println!("profiling time: {:.1} s", rows.iter().map(|r| r.profile_s).sum::<f64>());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwwfc_core::space::{self, SpaceKind};
+    use hwwfc_core::OpKind;
+
+    fn configs(n: usize) -> Vec<Config> {
+        let states = space::states(SpaceKind::Cuda, OpKind::MatMul);
+        states.iter().take(n).enumerate().map(|(i, s)| Config::new(i as u16, s)).collect()
+    }
+
+    #[test]
+    fn only_close_configurations_are_finalists() {
+        let c = configs(4);
+        let first = [(c[0], 10.0), (c[1], 10.15), (c[2], 10.5), (c[3], 9.9)];
+        let f: Vec<u16> = finalists(&first).iter().map(|x| x.index).collect();
+        assert_eq!(f, vec![c[0].index, c[1].index, c[3].index]);
+        // A clear winner needs no second look.
+        assert!(finalists(&[(c[0], 10.0), (c[1], 11.0)]).is_empty());
+        assert!(finalists(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_second_measurement_decides_between_finalists() {
+        let c = configs(3);
+        let first = [(c[0], 10.0), (c[1], 10.1), (c[2], 12.0)];
+        // Without a second pass: the fastest first median.
+        assert_eq!(choose(&first, &[]).map(|x| x.0.index), Some(c[0].index));
+        // The second pass finds the first one slower: the geometric means
+        // are sqrt(10 x 11) = 10.49 and sqrt(10.1 x 10.0) = 10.05.
+        let (pick, t) = choose(&first, &[(c[0], 11.0), (c[1], 10.0)]).expect("a choice");
+        assert_eq!(pick.index, c[1].index);
+        assert!((t - (10.1f64 * 10.0).sqrt()).abs() < 1e-9);
+        // A configuration outside the finalists is never chosen, whatever
+        // its second time.
+        let (pick, _) = choose(&first, &[(c[0], 10.0), (c[1], 10.0), (c[2], 1.0)]).expect("a choice");
+        assert_ne!(pick.index, c[2].index);
+        assert!(choose(&[], &[]).is_none());
+    }
 }
