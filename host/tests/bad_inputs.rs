@@ -223,6 +223,21 @@ fn profile_refuses_an_output_it_cannot_resume_before_the_gpu() {
     assert!(e.contains("meta.json: malformed"), "{e}");
 }
 
+#[test]
+fn tune_refuses_a_missing_reference_before_the_gpu() {
+    // The reference is read first: a wrong folder used to be found only
+    // after every configuration had been measured.
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    std::fs::write(&w, r#"[{"name": "a", "kind": "matmul", "m": 64, "n": 64, "k": 64}]"#).unwrap();
+    let missing = dir.path().join("no-such-run");
+    let out = dir.path().join("out");
+    let e =
+        error_of(&["tune", "--workloads", arg(&w), "--top-k", "8", "--out", arg(&out), "--reference", arg(&missing)]);
+    assert!(e.contains("no-such-run: cannot read"), "{e}");
+    assert!(!out.exists(), "nothing was measured or written");
+}
+
 // ---------------------------------------------------------------------
 // report and calibrate on bad records
 

@@ -20,6 +20,7 @@ use anyhow::{Context, Result};
 use hwwfc_core::{cost, Coefficients, HardwareSpec, Op};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// The configurations of `op` ranked by predicted cost, cheapest first
@@ -125,6 +126,11 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         Some(s) => Some(spec_file::load(s)?.spec),
         None => None,
     };
+    // Read before the GPU work, so that a bad folder fails at once.
+    let reference = match &args.reference {
+        Some(dir) => Some(dataset::load(dir)?),
+        None => None,
+    };
     let top_k = args.top_k;
     let allow_other_gpu = args.allow_other_gpu;
     let out = args.out.clone().unwrap_or_else(|| format!("tune-k{top_k}").into());
@@ -153,30 +159,40 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     };
     let spec_for = std::sync::Arc::new(spec_for);
     let spec_for_first = spec_for.clone();
-    let opts = runner::Options {
-        gpu: args.gpu,
-        workloads: workloads.clone(),
-        out: out.clone(),
-        spec_for: Box::new(move |info| spec_for_first(info)),
-        run_label: format!("tune-k{top_k}"),
-        policy: TimingPolicy::default(),
-        commit: env!("HWWFC_COMMIT").to_string(),
-        verbose: true,
-        select: Some(Box::new(move |spec, op, configs| {
-            let k = coefficients_in(spec);
-            let rank = || ranked(spec, &k, op, configs.clone());
-            let order = rank();
-            let t = median_us(|| {
-                std::hint::black_box(rank());
-            });
-            if let (Some((first, _)), Ok(mut p)) = (order.first(), picked_in.lock()) {
-                p.insert(format!("{op:?}"), (*first, t));
-            }
-            let n = if top_k == 0 { order.len() } else { top_k.min(order.len()) };
-            order.into_iter().take(n).map(|(c, _)| c).collect()
-        })),
-        cublas: false,
+    let pass = |workloads: Vec<workload::Workload>, out: PathBuf, spec_for: runner::SpecFor, label: String, select| {
+        runner::Options {
+            gpu: args.gpu,
+            workloads,
+            out,
+            spec_for,
+            run_label: label,
+            policy: TimingPolicy::default(),
+            commit: env!("HWWFC_COMMIT").to_string(),
+            verbose: true,
+            select: Some(select),
+            cublas: false,
+        }
     };
+    let select: runner::Select = Box::new(move |spec, op, configs| {
+        let k = coefficients_in(spec);
+        let rank = || ranked(spec, &k, op, configs.clone());
+        let order = rank();
+        let t = median_us(|| {
+            std::hint::black_box(rank());
+        });
+        if let (Some((first, _)), Ok(mut p)) = (order.first(), picked_in.lock()) {
+            p.insert(format!("{op:?}"), (*first, t));
+        }
+        let n = if top_k == 0 { order.len() } else { top_k.min(order.len()) };
+        order.into_iter().take(n).map(|(c, _)| c).collect()
+    });
+    let opts = pass(
+        workloads.clone(),
+        out.clone(),
+        Box::new(move |info| spec_for_first(info)),
+        format!("tune-k{top_k}"),
+        select,
+    );
     let summary = runner::run(&opts)?;
     let first = measured(&record::read_all(&out.join("records.jsonl"))?, &workloads);
 
@@ -200,27 +216,17 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             finals.values().map(Vec::len).sum::<usize>(),
             again.len()
         );
+        let select: runner::Select = Box::new(move |_, op, configs| {
+            let keep = finals.get(&format!("{op:?}")).cloned().unwrap_or_default();
+            configs.into_iter().filter(|c| keep.iter().any(|k| k.index == c.index)).collect()
+        });
+        let label = format!("tune-k{top_k}-confirm");
         let opts = runner::Options {
-            gpu: args.gpu,
-            workloads: again.clone(),
-            out: confirm_dir.clone(),
-            spec_for: Box::new(move |info| spec_for(info)),
-            run_label: format!("tune-k{top_k}-confirm"),
-            policy: TimingPolicy::default(),
-            commit: env!("HWWFC_COMMIT").to_string(),
             verbose: false,
-            select: Some(Box::new(move |_, op, configs| {
-                let keep = finals.get(&format!("{op:?}")).cloned().unwrap_or_default();
-                configs.into_iter().filter(|c| keep.iter().any(|k| k.index == c.index)).collect()
-            })),
-            cublas: false,
+            ..pass(again.clone(), confirm_dir.clone(), Box::new(move |info| spec_for(info)), label, select)
         };
         let summary = runner::run(&opts)?;
         (measured(&record::read_all(&confirm_dir.join("records.jsonl"))?, &again), summary)
-    };
-    let reference = match &args.reference {
-        Some(dir) => Some(dataset::load(dir)?),
-        None => None,
     };
     let mut seconds: HashMap<&str, f64> = HashMap::new();
     for (n, s) in summary.workload_seconds.iter().chain(confirm.workload_seconds.iter()) {
