@@ -45,9 +45,10 @@
 //!   block tile differ here, and a warp tile too small for its share of the
 //!   block reads the tile many times over.
 //!
-//! They combine in a smooth maximum `(c^p + m^p + l^p + s^p)^(1/p)`, so no term
-//! saturates the score: tile shape, wave count, occupancy and pipeline
-//! depth all move the prediction. The launch adds on.
+//! They combine in a smooth maximum `(c^p + m^p + h^p + s^p)^(1/p)`
+//! (compute, memory, chain, shared memory), so no term saturates the
+//! score: tile shape, wave count, occupancy and pipeline depth all move
+//! the prediction. The launch adds on.
 //!
 //! # Transition cost
 //!

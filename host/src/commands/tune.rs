@@ -5,8 +5,9 @@
 //! the configurations whose first median is within [`CONFIRM_TOLERANCE`]
 //! of the fastest are measured once more, in a second pass (records in
 //! `OUT/confirm/`), and the choice goes to the lowest geometric mean of
-//! the two medians. Kernels of a few microseconds measure several percent
-//! apart from one pass to the next, more than the gaps between the best
+//! the two medians. On the H200 one configuration measures up to several
+//! percent apart from one pass to the next (kernels of a few microseconds
+//! most, 800-microsecond ones too), more than the gaps between the best
 //! few configurations.
 
 use crate::calibrate::dataset;
