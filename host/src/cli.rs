@@ -45,6 +45,41 @@ pub enum Command {
     /// measured a second time (records in OUT/confirm/), and the lowest
     /// geometric mean of the two medians wins.
     Tune(TuneArgs),
+    /// Measure the configurations that tuning runs chose (and the model's
+    /// first choice, and the exhaustive search's finalists) afresh, side by
+    /// side in several passes, and give each run its share of the
+    /// exhaustive best on that common bench (OUT/judge.json).
+    Judge(JudgeArgs),
+}
+
+/// Options of `hwwfc judge`.
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
+
+    /// The workloads file the runs tuned.
+    #[arg(long, value_name = "FILE")]
+    pub workloads: PathBuf,
+
+    /// Folders of `hwwfc tune` (each with its tune.json); those of
+    /// `--top-k 0` give the reference.
+    #[arg(long, value_name = "DIR", num_args = 1.., required = true)]
+    pub runs: Vec<PathBuf>,
+
+    /// Passes over the candidates; each compiles and loads the kernels
+    /// again and starts one place further along the list.
+    #[arg(long, default_value_t = 5)]
+    pub passes: usize,
+
+    /// Output folder: pass-N/ records and judge.json (default: judge).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Spec (default: the built-in spec named in the device's name).
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
 }
 
 /// Options of `hwwfc tune`.

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         cli::Command::Calibrate(args) => commands::calibrate::run(args),
         cli::Command::Report(args) => commands::report::run(args),
         cli::Command::Tune(args) => commands::tune::run(args),
+        cli::Command::Judge(args) => commands::judge::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

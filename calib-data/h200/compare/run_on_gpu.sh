@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The comparison of calib-data/h200/compare, in one run on the GPU:
-# HW-WFC's top-4 and top-8 tuning and its exhaustive search, the Llama 3
+# HW-WFC's top-4 and top-8 tuning (top-8 twice) and its exhaustive search,
+# all their choices measured again side by side (hwwfc judge), the Llama 3
 # block measured end to end, Triton's autotuner and the vendor libraries,
 # and a profiling run killed half-way and resumed.
 #
@@ -27,11 +28,16 @@ if [ "$PHASE" != triton ]; then
 "$B" tune --gpu 0 --workloads "$W" --top-k 0 --out "$O/k0" --reference calib-data/h200 > "$O/k0.txt" 2>&1
 echo "tune k=0 rc=$?" >> "$O/status.txt"
 pack
-for k in 8 4; do
-  "$B" tune --gpu 0 --workloads "$W" --top-k $k --out "$O/k$k" --reference "$O/k0" > "$O/k$k.txt" 2>&1
+for k in 8 4 8b; do
+  "$B" tune --gpu 0 --workloads "$W" --top-k ${k%b} --out "$O/k$k" --reference "$O/k0" > "$O/k$k.txt" 2>&1
   echo "tune k=$k rc=$?" >> "$O/status.txt"
   pack
 done
+# Every run's choice, the model's first choice and the exhaustive search's
+# finalists measured afresh side by side: the shares of the headline.
+"$B" judge --gpu 0 --workloads "$W" --runs "$O/k0" "$O/k4" "$O/k8" "$O/k8b" --passes 5 --out "$O/judge" > "$O/judge.txt" 2>&1
+echo "judge rc=$?" >> "$O/status.txt"
+pack
 "$B" schedule --spec h200 --model llama3-8b-block --measure --measure-out "$O/measure" > "$O/measure.txt" 2>&1
 echo "measure rc=$?" >> "$O/status.txt"
 pack

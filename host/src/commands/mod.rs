@@ -5,11 +5,14 @@
 //! - [`calibrate`]: fit the cost model to the records, with a held-out report.
 //! - [`report`]: judge a cost model against records.
 //! - [`tune`]: measure only the model's top-k configurations.
+//! - [`judge`]: measure several runs' choices side by side, against the
+//!   exhaustive best.
 //!
-//! Commands to come (`profile` on a GPU, `calibrate`, `report`, `tune`)
-//! get a module here and a variant of [`crate::cli::Command`].
+//! A new command gets a module here and a variant of
+//! [`crate::cli::Command`].
 
 pub mod calibrate;
+pub mod judge;
 pub mod profile;
 pub mod report;
 pub mod schedule;

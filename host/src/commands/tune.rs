@@ -19,7 +19,7 @@ use crate::profile::record::{self, Source, Status};
 use crate::profile::{runner, workload};
 use anyhow::{Context, Result};
 use hwwfc_core::{cost, Coefficients, HardwareSpec, Op};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -69,7 +69,7 @@ pub fn choose(first: &[(Config, f64)], second: &[(Config, f64)]) -> Option<(Conf
 }
 
 /// One workload's result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Tuned {
     /// Workload name.
     pub workload: String,
@@ -79,12 +79,19 @@ pub struct Tuned {
     pub measured: usize,
     /// Of which measured a second time (the finalists).
     pub confirmed: usize,
+    /// Table indices of the finalists (measured twice; empty when the
+    /// fastest stood clear).
+    pub finalists: Vec<u16>,
     /// The model's top choice (no measurement).
     pub predicted: String,
+    /// Its table index.
+    pub predicted_index: u16,
     /// Microseconds to rank every configuration with the model (median).
     pub predict_us: f64,
     /// The fastest measured configuration.
     pub chosen: String,
+    /// Its table index.
+    pub chosen_index: u16,
     /// Its median time, microseconds (the geometric mean of its two medians
     /// when it was measured twice).
     pub chosen_us: f64,
@@ -253,9 +260,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             shape: w.shape(),
             measured: mine.len(),
             confirmed: again.len(),
+            finalists: finalists(mine).iter().map(|c| c.index).collect(),
             predicted: predicted.label(kind),
+            predicted_index: predicted.index,
             predict_us,
             chosen: chosen.label(kind),
+            chosen_index: chosen.index,
             chosen_us,
             profile_s: seconds.get(w.name()).copied().unwrap_or(0.0),
             exhaustive_best_us: best,
@@ -282,7 +292,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
 
 /// Each workload's successful kernel measurements `(config, median)`, by
 /// workload name.
-fn measured(records: &[record::Record], workloads: &[workload::Workload]) -> HashMap<String, Vec<(Config, f64)>> {
+pub fn measured(records: &[record::Record], workloads: &[workload::Workload]) -> HashMap<String, Vec<(Config, f64)>> {
     let mut by: HashMap<String, Vec<(Config, f64)>> = HashMap::new();
     for r in records.iter().filter(|r| r.source == Source::Kernel && r.status == Status::Ok) {
         if let (Some(c), Some(t)) = (r.config, r.timing.as_ref()) {
