@@ -41,9 +41,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Measure only the K configurations the calibrated model ranks best
     /// for each workload, keep the fastest, and compare it with an
-    /// exhaustive search's records. Those within 3% of the fastest are
-    /// measured a second time (records in OUT/confirm/), and the lowest
-    /// geometric mean of the two medians wins.
+    /// exhaustive search's records. Those within 5% of the fastest are
+    /// measured a second time, side by side, repeat by repeat (records in
+    /// OUT/confirm/), and the fastest of that second pass wins.
     Tune(TuneArgs),
     /// Measure the configurations that tuning runs chose (and the model's
     /// first choice, and the exhaustive search's finalists) afresh, side by

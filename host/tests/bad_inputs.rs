@@ -238,6 +238,30 @@ fn tune_refuses_a_missing_reference_before_the_gpu() {
     assert!(!out.exists(), "nothing was measured or written");
 }
 
+#[test]
+fn judge_refuses_missing_or_old_runs_before_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.json");
+    std::fs::write(&w, r#"[{"name": "a", "kind": "matmul", "m": 64, "n": 64, "k": 64}]"#).unwrap();
+    let out = dir.path().join("out");
+    let missing = dir.path().join("no-such-run");
+    let e = error_of(&["judge", "--workloads", arg(&w), "--runs", arg(&missing), "--out", arg(&out)]);
+    assert!(e.contains("no-such-run") && e.contains("tune.json: cannot read"), "{e}");
+    // A tune.json without the chosen configuration's index.
+    let old = dir.path().join("k8");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::write(
+        old.join("tune.json"),
+        r#"{"top_k": 8, "workloads": [{"workload": "a", "shape": "64x64x64", "chosen": "16x16x32 w1x1 s2"}]}"#,
+    )
+    .unwrap();
+    let e = error_of(&["judge", "--workloads", arg(&w), "--runs", arg(&old), "--out", arg(&out)]);
+    assert!(e.contains("not a tune.json of this version"), "{e}");
+    let e = error_of(&["judge", "--workloads", arg(&w), "--runs", arg(&old), "--passes", "0"]);
+    assert!(e.contains("--passes must be at least 1"), "{e}");
+    assert!(!out.exists(), "nothing was measured or written");
+}
+
 // ---------------------------------------------------------------------
 // report and calibrate on bad records
 

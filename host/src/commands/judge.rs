@@ -200,6 +200,7 @@ pub fn run(args: &JudgeArgs) -> Result<()> {
             verbose: false,
             select: Some(select),
             cublas: false,
+            interleave: true,
         };
         eprintln!("pass {} of {}", pass + 1, args.passes);
         runner::run(&opts)?;

@@ -48,6 +48,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         verbose: !args.quiet,
         select: None,
         cublas: true,
+        interleave: false,
     };
     let s = runner::run(&opts)?;
     eprintln!(

@@ -99,6 +99,7 @@ fn measure(
         verbose: false,
         select: None,
         cublas: false,
+        interleave: false,
     };
     crate::profile::runner::run(&opts)?;
     let records = crate::profile::record::read_all(&out.join("records.jsonl"))?;

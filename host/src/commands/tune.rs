@@ -1,14 +1,16 @@
 //! `hwwfc tune`: measure only the K configurations the calibrated model
 //! ranks best, keep the fastest, and compare with exhaustive records.
 //!
-//! The fastest is decided on two measurements where one is not enough:
-//! the configurations whose first median is within [`CONFIRM_TOLERANCE`]
-//! of the fastest are measured once more, in a second pass (records in
-//! `OUT/confirm/`), and the choice goes to the lowest geometric mean of
-//! the two medians. On the H200 one configuration measures up to several
-//! percent apart from one pass to the next (kernels of a few microseconds
-//! most, 800-microsecond ones too), more than the gaps between the best
-//! few configurations.
+//! The first pass times one configuration after the other, each written
+//! as soon as it is measured. On the H200 a configuration measures up to
+//! 10% apart from one moment to the next (its clocks follow the power and
+//! thermal limits over seconds; kernels of a few microseconds also move
+//! with what ran before), more than the gaps between the best few
+//! configurations. So the configurations whose first median is within
+//! [`CONFIRM_TOLERANCE`] of the fastest are measured once more, side by
+//! side: checked, then timed in turns, repeat by repeat (records in
+//! `OUT/confirm/`), so that every finalist sees the same states of the
+//! GPU; the fastest median of that second pass wins.
 
 use crate::calibrate::dataset;
 use crate::cli::TuneArgs;
@@ -34,8 +36,8 @@ pub fn ranked(spec: &HardwareSpec, k: &Coefficients, op: &Op, configs: Vec<Confi
 }
 
 /// Configurations whose first median is within this share of the fastest
-/// are measured a second time before the choice.
-pub const CONFIRM_TOLERANCE: f64 = 0.03;
+/// are measured a second time, side by side, before the choice.
+pub const CONFIRM_TOLERANCE: f64 = 0.05;
 
 /// The configurations of one workload's first pass `(config, median)` worth
 /// a second measurement: those within [`CONFIRM_TOLERANCE`] of the fastest,
@@ -50,16 +52,16 @@ pub fn finalists(first: &[(Config, f64)]) -> Vec<Config> {
     }
 }
 
-/// The choice among a workload's first pass and the second measurements of
-/// its finalists: the finalist of the lowest geometric mean of its two
-/// medians (its first alone where the second is missing), or the fastest
-/// first median when there were no finalists. Returns the configuration
-/// and the time it is chosen by.
+/// The choice among a workload's first pass and the side-by-side second
+/// measurements of its finalists: the finalist of the fastest second
+/// median (its first where the second is missing, as after a failed
+/// launch), or the fastest first median when there were no finalists.
+/// Returns the configuration and the time it is chosen by.
 pub fn choose(first: &[(Config, f64)], second: &[(Config, f64)]) -> Option<(Config, f64)> {
     let finals = finalists(first);
     let pooled = |(c, t): &(Config, f64)| {
         let again = second.iter().find(|x| x.0.index == c.index).map(|x| x.1);
-        (*c, again.map_or(*t, |a| (t * a).sqrt()))
+        (*c, again.unwrap_or(*t))
     };
     first
         .iter()
@@ -92,8 +94,8 @@ pub struct Tuned {
     pub chosen: String,
     /// Its table index.
     pub chosen_index: u16,
-    /// Its median time, microseconds (the geometric mean of its two medians
-    /// when it was measured twice).
+    /// Its median time, microseconds (that of the second pass when it was
+    /// measured twice).
     pub chosen_us: f64,
     /// Seconds spent measuring this workload (checks and timing, both
     /// passes).
@@ -167,7 +169,12 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     };
     let spec_for = std::sync::Arc::new(spec_for);
     let spec_for_first = spec_for.clone();
-    let pass = |workloads: Vec<workload::Workload>, out: PathBuf, spec_for: runner::SpecFor, label: String, select| {
+    let pass = |workloads: Vec<workload::Workload>,
+                out: PathBuf,
+                spec_for: runner::SpecFor,
+                label: String,
+                select,
+                interleave| {
         runner::Options {
             gpu: args.gpu,
             workloads,
@@ -179,6 +186,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             verbose: true,
             select: Some(select),
             cublas: false,
+            interleave,
         }
     };
     let select: runner::Select = Box::new(move |spec, op, configs| {
@@ -200,6 +208,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         Box::new(move |info| spec_for_first(info)),
         format!("tune-k{top_k}"),
         select,
+        false,
     );
     let summary = runner::run(&opts)?;
     let first = measured(&record::read_all(&out.join("records.jsonl"))?, &workloads);
@@ -231,7 +240,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         let label = format!("tune-k{top_k}-confirm");
         let opts = runner::Options {
             verbose: false,
-            ..pass(again.clone(), confirm_dir.clone(), Box::new(move |info| spec_for(info)), label, select)
+            ..pass(again.clone(), confirm_dir.clone(), Box::new(move |info| spec_for(info)), label, select, true)
         };
         let summary = runner::run(&opts)?;
         (measured(&record::read_all(&confirm_dir.join("records.jsonl"))?, &again), summary)
@@ -351,8 +360,9 @@ mod tests {
     #[test]
     fn only_close_configurations_are_finalists() {
         let c = configs(4);
-        let first = [(c[0], 10.0), (c[1], 10.15), (c[2], 10.5), (c[3], 9.9)];
+        let first = [(c[0], 10.0), (c[1], 10.35), (c[2], 10.5), (c[3], 9.9)];
         let f: Vec<u16> = finalists(&first).iter().map(|x| x.index).collect();
+        // Within 5% of 9.9: up to 10.395.
         assert_eq!(f, vec![c[0].index, c[1].index, c[3].index]);
         // A clear winner needs no second look.
         assert!(finalists(&[(c[0], 10.0), (c[1], 11.0)]).is_empty());
@@ -365,11 +375,14 @@ mod tests {
         let first = [(c[0], 10.0), (c[1], 10.1), (c[2], 12.0)];
         // Without a second pass: the fastest first median.
         assert_eq!(choose(&first, &[]).map(|x| x.0.index), Some(c[0].index));
-        // The second pass finds the first one slower: the geometric means
-        // are sqrt(10 x 11) = 10.49 and sqrt(10.1 x 10.0) = 10.05.
-        let (pick, t) = choose(&first, &[(c[0], 11.0), (c[1], 10.0)]).expect("a choice");
+        // The side-by-side second pass decides: it finds the first one
+        // slower.
+        let (pick, t) = choose(&first, &[(c[0], 10.6), (c[1], 10.5)]).expect("a choice");
         assert_eq!(pick.index, c[1].index);
-        assert!((t - (10.1f64 * 10.0).sqrt()).abs() < 1e-9);
+        assert_eq!(t, 10.5);
+        // A finalist without a second time competes with its first.
+        let (pick, t) = choose(&first, &[(c[1], 10.5)]).expect("a choice");
+        assert_eq!((pick.index, t), (c[0].index, 10.0));
         // A configuration outside the finalists is never chosen, whatever
         // its second time.
         let (pick, _) = choose(&first, &[(c[0], 10.0), (c[1], 10.0), (c[2], 1.0)]).expect("a choice");

@@ -1,6 +1,7 @@
 //! Timing launches with CUDA events: warm-up, then repeats, each after a
 //! write of a buffer larger than the L2 (so that no repeat finds its inputs
-//! cached), with the median, extremes and spread of the repeats.
+//! cached), with the median, extremes and spread of the repeats; several
+//! launches can take turns, repeat by repeat.
 
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
@@ -75,30 +76,75 @@ pub fn time(
     first_us: f64,
     mut launch: impl FnMut(usize) -> Result<(), DriverError>,
 ) -> Result<Timing, DriverError> {
+    let mut all = time_interleaved(gpu, flush, policy, &[first_us], |_, i| launch(i))?;
+    Ok(all.remove(0))
+}
+
+/// How many timed runs `policy` gives a launch of `first_us`.
+pub fn repeats(policy: &TimingPolicy, first_us: f64) -> u32 {
     let per = (first_us / 1000.0).max(1e-3);
-    let repeats = ((policy.target_ms as f64 / per).ceil() as u32).clamp(policy.min_repeats, policy.max_repeats);
-    for i in 0..policy.warmup {
-        flush_l2(gpu, flush)?;
-        launch(i as usize)?;
+    ((policy.target_ms as f64 / per).ceil() as u32)
+        .clamp(policy.min_repeats, policy.max_repeats.max(policy.min_repeats))
+}
+
+/// The order of the launches of [`time_interleaved`]: `(which, repeat)`
+/// pairs, warm-ups first (each launch's own, in turn), then round by round
+/// every launch that still has repeats left, each round starting one
+/// launch further along, so that slow changes of the GPU's state (its
+/// clocks under a power or thermal limit) fall on all of them alike.
+pub fn interleaved_order(warmup: u32, repeats: &[u32]) -> Vec<(usize, u32)> {
+    let n = repeats.len();
+    let mut order = Vec::new();
+    for w in 0..warmup {
+        order.extend((0..n).map(|j| (j, w)));
     }
-    let mut events = Vec::with_capacity(repeats as usize);
-    for _ in 0..repeats {
+    let rounds = repeats.iter().copied().max().unwrap_or(0);
+    for r in 0..rounds {
+        for s in 0..n {
+            let j = (s + r as usize) % n;
+            if r < repeats[j] {
+                order.push((j, warmup + r));
+            }
+        }
+    }
+    order
+}
+
+/// Times several launches side by side: `launch(which, repeat)` runs
+/// launch `which`, its repeat number rotating the inputs; `first_us[which]`
+/// is the duration of an earlier run of it, which picks its number of
+/// repeats. The launches take turns in the order of
+/// [`interleaved_order`], each after a flush of the L2. Returns one
+/// [`Timing`] per launch.
+pub fn time_interleaved(
+    gpu: &Gpu,
+    flush: &mut CudaSlice<u32>,
+    policy: &TimingPolicy,
+    first_us: &[f64],
+    mut launch: impl FnMut(usize, usize) -> Result<(), DriverError>,
+) -> Result<Vec<Timing>, DriverError> {
+    let counts: Vec<u32> = first_us.iter().map(|t| repeats(policy, *t)).collect();
+    let order = interleaved_order(policy.warmup, &counts);
+    let mut events = Vec::with_capacity(order.len());
+    for &(j, i) in &order {
+        flush_l2(gpu, flush)?;
+        if i < policy.warmup {
+            launch(j, i as usize)?;
+            continue;
+        }
         let start = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         let end = gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        events.push((start, end));
-    }
-    for (i, (start, end)) in events.iter().enumerate() {
-        flush_l2(gpu, flush)?;
         start.record(&gpu.stream)?;
-        launch(policy.warmup as usize + i)?;
+        launch(j, i as usize)?;
         end.record(&gpu.stream)?;
+        events.push((j, start, end));
     }
     gpu.stream.synchronize()?;
-    let mut samples = Vec::with_capacity(events.len());
-    for (start, end) in &events {
-        samples.push(start.elapsed_ms(end)? as f64 * 1000.0);
+    let mut samples = vec![Vec::new(); first_us.len()];
+    for (j, start, end) in &events {
+        samples[*j].push(start.elapsed_ms(end)? as f64 * 1000.0);
     }
-    Ok(Timing::from_samples(samples))
+    Ok(samples.into_iter().map(Timing::from_samples).collect())
 }
 
 /// Writes the whole flush buffer (larger than the L2), evicting the inputs.
@@ -107,4 +153,33 @@ pub fn flush_l2(gpu: &Gpu, flush: &mut CudaSlice<u32>) -> Result<(), DriverError
     let (ptr, _guard) = flush.device_ptr_mut(&gpu.stream);
     // SAFETY: `ptr` addresses `n` u32 values owned by `flush`, on this stream.
     unsafe { cudarc::driver::sys::cuMemsetD32Async(ptr, 0x5A5A_5A5A, n, gpu.stream.cu_stream()) }.result()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_follow_the_policy() {
+        let p = TimingPolicy { warmup: 2, min_repeats: 5, max_repeats: 25, target_ms: 40.0 };
+        assert_eq!(repeats(&p, 1.0), 25);
+        assert_eq!(repeats(&p, 4000.0), 10);
+        assert_eq!(repeats(&p, 1e6), 5);
+    }
+
+    #[test]
+    fn interleaving_warms_each_then_takes_turns() {
+        let order = interleaved_order(1, &[2, 3, 1]);
+        // Warm-ups; round 0 from launch 0; round 1 from launch 1 (launch 2
+        // has no repeat left); round 2 from launch 2 (only launch 1 has).
+        assert_eq!(order, vec![(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1), (1, 2), (0, 2), (1, 3)]);
+        // Every launch gets its warm-ups and exactly its repeats.
+        let counts = [4u32, 1, 7, 3];
+        let order = interleaved_order(2, &counts);
+        for (j, n) in counts.iter().enumerate() {
+            assert_eq!(order.iter().filter(|x| x.0 == j && x.1 < 2).count(), 2);
+            assert_eq!(order.iter().filter(|x| x.0 == j && x.1 >= 2).count(), *n as usize);
+        }
+        assert!(interleaved_order(3, &[]).is_empty());
+    }
 }

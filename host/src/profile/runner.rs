@@ -2,7 +2,9 @@
 //! sets, rotated), compute a reference, then for every configuration not
 //! yet in the records file: poison the output, run once, check against the
 //! reference, and only then time it (warm-up, repeats with the L2 flushed
-//! before each); append the record at once.
+//! before each); append the record at once. With [`Options::interleave`],
+//! a workload's configurations are all checked first and then timed side
+//! by side, taking turns repeat by repeat, and written after the last.
 
 use super::config::{self, Config};
 use super::faults;
@@ -61,6 +63,26 @@ pub struct Options {
     pub select: Option<Select>,
     /// Also time cuBLAS on every matmul workload.
     pub cublas: bool,
+    /// Check every configuration of a workload first, then time them all
+    /// side by side, repeat by repeat ([`timer::time_interleaved`]), and
+    /// write the workload's records after the last; otherwise each is
+    /// timed right after its check and written at once.
+    pub interleave: bool,
+}
+
+/// A configuration that passed its check, ready to be timed.
+struct Ready {
+    rec: Record,
+    f: CudaFunction,
+    cfg: LaunchConfig,
+}
+
+/// What checking a configuration gave.
+enum Checked {
+    /// Passed: time it.
+    Ready(Ready),
+    /// Failed (compilation, launch or check): its record.
+    Failed(Record),
 }
 
 /// What a run did.
@@ -100,11 +122,6 @@ fn now() -> String {
 
 fn drv(e: DriverError) -> anyhow::Error {
     anyhow!("{e:?}")
-}
-
-/// Errors after which the context cannot be trusted.
-fn is_sticky(e: &DriverError) -> bool {
-    faults::is_sticky(e.0)
 }
 
 /// The reason of a failed record for a driver error at `stage`: its name
@@ -338,6 +355,43 @@ fn grid_for(n: usize) -> u32 {
     (n.div_ceil(256)).clamp(1, 8192) as u32
 }
 
+/// Launches a checked matmul configuration on input set `i` (mod the
+/// number of sets).
+fn matmul_launcher<'a>(
+    stream: &'a Arc<cudarc::driver::CudaStream>,
+    buf: &'a mut Buffers<u16, u16>,
+    [m, n, k, _]: [u32; 4],
+) -> impl FnMut(&Ready, usize) -> Result<(), DriverError> + 'a {
+    let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+    let sets = buf.inputs.len();
+    let (inputs, out) = (&buf.inputs, &mut buf.out);
+    move |r: &Ready, i: usize| {
+        let (a, b) = &inputs[i % sets];
+        // SAFETY: matmul(const half_t*, const half_t*, half_t*, int, int, int)
+        // over these shapes.
+        unsafe { stream.launch_builder(&r.f).arg(a).arg(b).arg(&mut *out).arg(&mi).arg(&ni).arg(&ki).launch(r.cfg) }
+            .map(|_| ())
+    }
+}
+
+/// Launches a checked softmax configuration on input set `i` (mod the
+/// number of sets).
+fn softmax_launcher<'a>(
+    stream: &'a Arc<cudarc::driver::CudaStream>,
+    inputs: &'a [CudaSlice<f32>],
+    out: &'a mut CudaSlice<f32>,
+    rows: u32,
+    cols: u32,
+) -> impl FnMut(&Ready, usize) -> Result<(), DriverError> + 'a {
+    let (ri, ci) = (rows as i32, cols as i32);
+    let sets = inputs.len();
+    move |r: &Ready, i: usize| {
+        // SAFETY: softmax(const float*, float*, int, int), one block per row.
+        unsafe { stream.launch_builder(&r.f).arg(&inputs[i % sets]).arg(&mut *out).arg(&ri).arg(&ci).launch(r.cfg) }
+            .map(|_| ())
+    }
+}
+
 impl RunCtx<'_> {
     /// Appends `rec` to the records file at once (flushed to disk), so a
     /// run killed later loses nothing it measured.
@@ -527,21 +581,70 @@ impl RunCtx<'_> {
             verify_reference(&stream, [mu, nu, ku, bu], a, b, &buf.reference)?;
         }
         let mut records = Vec::new();
+        let mut ready = Vec::new();
+        let dims = [m, n, k, batch];
         for t in tasks {
-            let rec = match t.source {
-                Source::Cublas => self.time_cublas(w, [m, n, k, batch], &mut buf)?,
-                _ => match t.config {
-                    Some(c) => self.time_matmul(w, c, [m, n, k, batch], &mut buf)?,
-                    None => continue,
+            let rec = match (t.source, t.config) {
+                (Source::Cublas, _) => self.time_cublas(w, dims, &mut buf)?,
+                (_, Some(c)) => match self.check_matmul(w, c, dims, &mut buf)? {
+                    Checked::Failed(rec) => rec,
+                    Checked::Ready(r) if self.opts.interleave => {
+                        ready.push(r);
+                        continue;
+                    }
+                    Checked::Ready(r) => {
+                        let mut timed = self.time_ready(w, vec![r], matmul_launcher(&stream, &mut buf, dims))?;
+                        timed.pop().ok_or_else(|| anyhow!("no record timed"))?
+                    }
                 },
+                (_, None) => continue,
             };
-            self.bar.inc(1);
-            self.emit(&rec)?;
-            // A failure the context survives is recorded and the run goes on.
-            faults::after(&rec)?;
-            records.push(rec);
+            self.finish_task(rec, &mut records)?;
+        }
+        if !ready.is_empty() {
+            for rec in self.time_ready(w, ready, matmul_launcher(&stream, &mut buf, dims))? {
+                self.finish_task(rec, &mut records)?;
+            }
         }
         Ok(records)
+    }
+
+    /// Counts, writes and keeps a finished record; ends the run when the
+    /// GPU context is lost.
+    fn finish_task(&mut self, rec: Record, records: &mut Vec<Record>) -> Result<()> {
+        self.bar.inc(1);
+        self.emit(&rec)?;
+        // A failure the context survives is recorded and the run goes on.
+        faults::after(&rec)?;
+        records.push(rec);
+        Ok(())
+    }
+
+    /// Times checked configurations: each alone (a first run picks its
+    /// repeats), then all of them together, side by side.
+    fn time_ready(
+        &mut self,
+        w: &Workload,
+        ready: Vec<Ready>,
+        mut launch: impl FnMut(&Ready, usize) -> Result<(), DriverError>,
+    ) -> Result<Vec<Record>> {
+        let mut firsts = Vec::with_capacity(ready.len());
+        let timed = (|| -> Result<Vec<Timing>, DriverError> {
+            for r in &ready {
+                firsts.push(self.time_once(&mut |i| launch(r, i))?);
+            }
+            timer::time_interleaved(self.gpu, self.flush, &self.opts.policy, &firsts, |j, i| launch(&ready[j], i))
+        })();
+        Ok(match timed {
+            Ok(t) => ready.into_iter().zip(t).map(|(r, t)| self.finish_ok(w, r.rec, t)).collect(),
+            Err(e) => ready
+                .into_iter()
+                .map(|mut r| {
+                    r.rec.reason = Some(launch_failure("timed launch", &e));
+                    r.rec
+                })
+                .collect(),
+        })
     }
 
     fn all_failed(&mut self, w: &Workload, tasks: &[Task], reason: &str) -> Result<Vec<Record>> {
@@ -571,19 +674,22 @@ impl RunCtx<'_> {
         Ok(self.finish_ok(w, rec, timing))
     }
 
-    fn time_matmul(
+    /// Checks configuration `c` of a matmul: compiled, launched once on
+    /// the first input set into a poisoned output, and compared with the
+    /// reference.
+    fn check_matmul(
         &mut self,
         w: &Workload,
         c: Config,
         [m, n, k, batch]: [u32; 4],
         buf: &mut Buffers<u16, u16>,
-    ) -> Result<Record> {
+    ) -> Result<Checked> {
         let op = w.op().ok_or_else(|| anyhow!("not a matmul"))?;
         let mut rec = self.base_record(w, Source::Kernel, Some(c));
         let program = c.program(OpKind::MatMul);
         let f = match self.kernels.by_program.get(&program) {
             Some(Ok(f)) => f.clone(),
-            Some(Err(log)) => return Ok(faults::failed(rec, faults::compile_failure(log))),
+            Some(Err(log)) => return Ok(Checked::Failed(faults::failed(rec, faults::compile_failure(log)))),
             None => bail!("kernel {} was not compiled", c.label(OpKind::MatMul)),
         };
         let smem = c.dynamic_smem(&op);
@@ -594,12 +700,11 @@ impl RunCtx<'_> {
             f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)
         {
             rec.reason = Some(format!("cannot set {smem} bytes of shared memory: {e:?}"));
-            return Ok(rec);
+            return Ok(Checked::Failed(rec));
         }
         let cfg = matmul_launch(&c, m, n, batch, smem);
         let (mi, ni, ki) = (m as i32, n as i32, k as i32);
         let stream = self.gpu.stream.clone();
-        let sets = buf.inputs.len();
         // The check: poisoned output, one run on the first set.
         let checked = (|| -> Result<Result<f64, String>, DriverError> {
             self.poison_f16(&mut buf.out)?;
@@ -612,33 +717,14 @@ impl RunCtx<'_> {
             self.check_f16(&buf.out, &buf.reference)
         })();
         match checked {
-            Err(e) => {
-                rec.reason = Some(launch_failure("launch", &e));
-                return Ok(rec);
-            }
-            Ok(Err(why)) => {
-                rec.reason = Some(why);
-                return Ok(rec);
-            }
-            Ok(Ok(err)) => rec.error = Some(err),
-        }
-        let (inputs, out) = (&buf.inputs, &mut buf.out);
-        let mut launch = |i: usize| -> Result<(), DriverError> {
-            let (a, b) = &inputs[i % sets];
-            // SAFETY: as above.
-            unsafe { stream.launch_builder(&f).arg(a).arg(b).arg(&mut *out).arg(&mi).arg(&ni).arg(&ki).launch(cfg) }
-                .map(|_| ())
-        };
-        let timed = self
-            .time_once(&mut launch)
-            .and_then(|first| timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch));
-        match timed {
-            Ok(t) => Ok(self.finish_ok(w, rec, t)),
-            Err(e) => {
-                rec.reason = Some(launch_failure("timed launch", &e));
-                Ok(rec)
+            Err(e) => rec.reason = Some(launch_failure("launch", &e)),
+            Ok(Err(why)) => rec.reason = Some(why),
+            Ok(Ok(err)) => {
+                rec.error = Some(err);
+                return Ok(Checked::Ready(Ready { rec, f, cfg }));
             }
         }
+        Ok(Checked::Failed(rec))
     }
 
     fn softmax(&mut self, w: &Workload, rows: u32, cols: u32, tasks: &[Task]) -> Result<Vec<Record>> {
@@ -667,80 +753,74 @@ impl RunCtx<'_> {
             stream.synchronize().map_err(drv)?;
         }
         let mut records = Vec::new();
+        let mut ready = Vec::new();
         for t in tasks {
             let Some(c) = t.config else { continue };
-            let mut rec = self.base_record(w, Source::Kernel, Some(c));
-            let program = c.program(OpKind::Softmax);
-            let f = match self.kernels.by_program.get(&program) {
-                Some(Ok(f)) => f.clone(),
-                Some(Err(log)) => {
-                    let rec = faults::failed(rec, faults::compile_failure(log));
-                    self.emit(&rec)?;
-                    records.push(rec);
-                    self.bar.inc(1);
+            let rec = match self.check_softmax(w, c, rows, cols, &inputs[0], &mut out, &reference)? {
+                Checked::Failed(rec) => rec,
+                Checked::Ready(r) if self.opts.interleave => {
+                    ready.push(r);
                     continue;
                 }
-                None => bail!("kernel {} was not compiled", c.label(OpKind::Softmax)),
+                Checked::Ready(r) => {
+                    let mut timed =
+                        self.time_ready(w, vec![r], softmax_launcher(&stream, &inputs, &mut out, rows, cols))?;
+                    timed.pop().ok_or_else(|| anyhow!("no record timed"))?
+                }
             };
-            rec.registers = f.num_regs().ok();
-            rec.local_bytes = f.local_size_bytes().ok();
-            rec.smem_bytes = Some(0);
-            let cfg = softmax_launch(&c, rows);
-            let (ri, ci) = (rows as i32, cols as i32);
-            let checked = (|| -> Result<Result<f64, String>, DriverError> {
-                self.poison_f32(&mut out)?;
-                // SAFETY: softmax(const float*, float*, int, int), one block per row.
-                unsafe { stream.launch_builder(&f).arg(&inputs[0]).arg(&mut out).arg(&ri).arg(&ci).launch(cfg) }?;
-                stream.synchronize()?;
-                self.check_f32(&out, &reference)
-            })();
-            let mut fatal = false;
-            match checked {
-                Err(e) => {
-                    fatal = is_sticky(&e);
-                    rec.reason = Some(launch_failure("launch", &e));
-                }
-                Ok(Err(why)) => rec.reason = Some(why),
-                Ok(Ok(err)) => {
-                    rec.error = Some(err);
-                    let sets = inputs.len();
-                    let (inputs, out) = (&inputs, &mut out);
-                    let mut launch = |i: usize| -> Result<(), DriverError> {
-                        // SAFETY: as above.
-                        unsafe {
-                            stream
-                                .launch_builder(&f)
-                                .arg(&inputs[i % sets])
-                                .arg(&mut *out)
-                                .arg(&ri)
-                                .arg(&ci)
-                                .launch(cfg)
-                        }
-                        .map(|_| ())
-                    };
-                    let timed = self
-                        .time_once(&mut launch)
-                        .and_then(|first| timer::time(self.gpu, self.flush, &self.opts.policy, first, &mut launch));
-                    match timed {
-                        Ok(t) => rec = self.finish_ok(w, rec, t),
-                        Err(e) => {
-                            fatal = is_sticky(&e);
-                            rec.reason = Some(launch_failure("timed launch", &e));
-                        }
-                    }
-                }
-            }
-            self.bar.inc(1);
-            self.emit(&rec)?;
-            records.push(rec);
-            if fatal {
-                return Err(anyhow!(
-                    "the GPU context is lost ({}); the records so far are saved, rerun to resume",
-                    records.last().and_then(|r| r.reason.clone()).unwrap_or_default()
-                ));
+            self.finish_task(rec, &mut records)?;
+        }
+        if !ready.is_empty() {
+            for rec in self.time_ready(w, ready, softmax_launcher(&stream, &inputs, &mut out, rows, cols))? {
+                self.finish_task(rec, &mut records)?;
             }
         }
         Ok(records)
+    }
+
+    /// Checks configuration `c` of a softmax: compiled, launched once on
+    /// the first input set into a poisoned output, and compared with the
+    /// reference.
+    #[allow(clippy::too_many_arguments)]
+    fn check_softmax(
+        &mut self,
+        w: &Workload,
+        c: Config,
+        rows: u32,
+        cols: u32,
+        input: &CudaSlice<f32>,
+        out: &mut CudaSlice<f32>,
+        reference: &CudaSlice<f32>,
+    ) -> Result<Checked> {
+        let mut rec = self.base_record(w, Source::Kernel, Some(c));
+        let program = c.program(OpKind::Softmax);
+        let f = match self.kernels.by_program.get(&program) {
+            Some(Ok(f)) => f.clone(),
+            Some(Err(log)) => return Ok(Checked::Failed(faults::failed(rec, faults::compile_failure(log)))),
+            None => bail!("kernel {} was not compiled", c.label(OpKind::Softmax)),
+        };
+        rec.registers = f.num_regs().ok();
+        rec.local_bytes = f.local_size_bytes().ok();
+        rec.smem_bytes = Some(0);
+        let cfg = softmax_launch(&c, rows);
+        let (ri, ci) = (rows as i32, cols as i32);
+        let stream = self.gpu.stream.clone();
+        let checked = (|| -> Result<Result<f64, String>, DriverError> {
+            self.poison_f32(out)?;
+            // SAFETY: softmax(const float*, float*, int, int), one block per row.
+            unsafe { stream.launch_builder(&f).arg(input).arg(&mut *out).arg(&ri).arg(&ci).launch(cfg) }?;
+            stream.synchronize()?;
+            self.check_f32(out, reference)
+        })();
+        match checked {
+            Err(e) => rec.reason = Some(launch_failure("launch", &e)),
+            Ok(Err(why)) => rec.reason = Some(why),
+            Ok(Ok(err)) => {
+                rec.error = Some(err);
+                return Ok(Checked::Ready(Ready { rec, f, cfg }));
+            }
+        }
+        Ok(Checked::Failed(rec))
     }
 
     fn transpose(&mut self, w: &Workload, rows: u32, cols: u32) -> Result<Record> {
