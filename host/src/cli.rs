@@ -40,10 +40,10 @@ pub enum Command {
     /// those coefficients. Writes REPORT.md and SVG plots into DIR.
     Report(ReportArgs),
     /// Measure only the K configurations the calibrated model ranks best
-    /// for each workload, keep the fastest, and compare it with an
-    /// exhaustive search's records. Those within 5% of the fastest are
-    /// measured a second time, side by side, repeat by repeat (records in
-    /// OUT/confirm/), and the fastest of that second pass wins.
+    /// for each workload, side by side (taking turns, repeat by repeat),
+    /// keep the fastest, and compare it with an exhaustive search's
+    /// records. Those within 5% of the fastest are measured a second time
+    /// (records in OUT/confirm/), and the fastest of that second pass wins.
     Tune(TuneArgs),
     /// Measure the configurations that tuning runs chose (and the model's
     /// first choice, and the exhaustive search's finalists) afresh, side by
@@ -232,6 +232,14 @@ pub struct ProfileArgs {
     /// No line per workload (the progress bar stays).
     #[arg(long)]
     pub quiet: bool,
+
+    /// Check all of a workload's configurations first, then time them side
+    /// by side, taking turns repeat by repeat, so that the GPU's clock
+    /// changes under its power and thermal limits fall on all of them
+    /// alike; a workload's records are written after its last timing (a
+    /// crash loses the workload in progress, not the ones before).
+    #[arg(long)]
+    pub interleave: bool,
 }
 
 const PROFILE_HELP: &str = "\

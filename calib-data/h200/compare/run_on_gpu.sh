@@ -15,6 +15,8 @@ B=$1
 O=$2
 PHASE=${3:-all}
 W=calib-data/workloads.json
+# COEFFICIENTS=FILE ranks with that fit instead of the binary's built-in one.
+C=${COEFFICIENTS:+--coefficients $COEFFICIENTS}
 mkdir -p "$O"
 # Everything goes back as one archive, refreshed after each step so that a
 # run cut short still returns what it measured.
@@ -25,11 +27,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 if [ "$PHASE" != triton ]; then
 # The exhaustive search first: it is the reference of the top-k runs, on
 # the same GPU and in the same state.
-"$B" tune --gpu 0 --workloads "$W" --top-k 0 --out "$O/k0" --reference calib-data/h200 > "$O/k0.txt" 2>&1
+"$B" tune --gpu 0 --workloads "$W" --top-k 0 --out "$O/k0" --reference calib-data/h200 $C > "$O/k0.txt" 2>&1
 echo "tune k=0 rc=$?" >> "$O/status.txt"
 pack
 for k in 8 4 8b; do
-  "$B" tune --gpu 0 --workloads "$W" --top-k ${k%b} --out "$O/k$k" --reference "$O/k0" > "$O/k$k.txt" 2>&1
+  "$B" tune --gpu 0 --workloads "$W" --top-k ${k%b} --out "$O/k$k" --reference "$O/k0" $C > "$O/k$k.txt" 2>&1
   echo "tune k=$k rc=$?" >> "$O/status.txt"
   pack
 done
@@ -38,7 +40,7 @@ done
 "$B" judge --gpu 0 --workloads "$W" --runs "$O/k0" "$O/k4" "$O/k8" "$O/k8b" --passes 5 --out "$O/judge" > "$O/judge.txt" 2>&1
 echo "judge rc=$?" >> "$O/status.txt"
 pack
-"$B" schedule --spec h200 --model llama3-8b-block --measure --measure-out "$O/measure" > "$O/measure.txt" 2>&1
+"$B" schedule --spec h200 --model llama3-8b-block --measure --measure-out "$O/measure" $C > "$O/measure.txt" 2>&1
 echo "measure rc=$?" >> "$O/status.txt"
 pack
 fi

@@ -48,7 +48,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         verbose: !args.quiet,
         select: None,
         cublas: true,
-        interleave: false,
+        interleave: args.interleave,
     };
     let s = runner::run(&opts)?;
     eprintln!(

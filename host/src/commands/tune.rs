@@ -1,16 +1,15 @@
 //! `hwwfc tune`: measure only the K configurations the calibrated model
 //! ranks best, keep the fastest, and compare with exhaustive records.
 //!
-//! The first pass times one configuration after the other, each written
-//! as soon as it is measured. On the H200 a configuration measures up to
-//! 10% apart from one moment to the next (its clocks follow the power and
-//! thermal limits over seconds; kernels of a few microseconds also move
-//! with what ran before), more than the gaps between the best few
-//! configurations. So the configurations whose first median is within
-//! [`CONFIRM_TOLERANCE`] of the fastest are measured once more, side by
-//! side: checked, then timed in turns, repeat by repeat (records in
-//! `OUT/confirm/`), so that every finalist sees the same states of the
-//! GPU; the fastest median of that second pass wins.
+//! Both passes time a workload's configurations side by side: all are
+//! checked, then timed in turns, repeat by repeat, so that every one sees
+//! the same states of the GPU. Timed one after the other instead, a
+//! configuration on the H200 measures up to 15% apart from one moment to
+//! the next (its clocks follow the power and thermal limits over
+//! seconds), more than the gaps between the best few configurations. The
+//! configurations whose first median is within [`CONFIRM_TOLERANCE`] of
+//! the fastest are measured once more (records in `OUT/confirm/`), and
+//! the fastest median of that second pass wins.
 
 use crate::calibrate::dataset;
 use crate::cli::TuneArgs;
@@ -208,7 +207,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         Box::new(move |info| spec_for_first(info)),
         format!("tune-k{top_k}"),
         select,
-        false,
+        true,
     );
     let summary = runner::run(&opts)?;
     let first = measured(&record::read_all(&out.join("records.jsonl"))?, &workloads);

@@ -81,6 +81,7 @@ pub fn begin(path: &Path, opts: &Options, gpu: &Gpu, spec: &HardwareSpec) -> Res
             "max_repeats": opts.policy.max_repeats,
             "target_ms": opts.policy.target_ms,
             "statistic": "median of CUDA-event times; L2 flushed before every run; input sets rotated",
+            "interleaved": opts.interleave,
         }),
         flush_bytes: super::runner::FLUSH_BYTES,
         seed: super::runner::SEED,
