@@ -27,7 +27,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 max_repeats: 25,
                 target_ms: 40.0,
                 quiet: false,
-                interleave: true,
+                interleave: false,
             };
             super::profile::run(&profile)?;
             out
