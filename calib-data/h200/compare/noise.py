@@ -4,9 +4,10 @@ Usage: python3 noise.py RESULTS_DIR NOISE_DIR
 
 RESULTS_DIR is run_on_gpu.sh's (k0, k4, k8); NOISE_DIR holds a second
 exhaustive pass (k0b) and two more top-8 passes (k8b, k8c) of the same
-binary on a fresh machine of the same kind. Every choice (the tuner's
-rule: the fastest first median, or among the finalists within 3% the
-lowest geometric mean of their two medians) is judged against each
+binary on a fresh machine of the same kind. Every choice (the rule of
+that binary, dc44bfa: the fastest first median, or among the finalists
+within 3% the lowest geometric mean of their two medians; the tuner has
+since changed) is judged against each
 exhaustive pass's own records: the mean over workloads of that pass's
 best over its time for the chosen configuration. An exhaustive pass
 judged by the other one is the ceiling any choice can reach under this
