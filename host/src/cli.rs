@@ -234,9 +234,9 @@ pub struct ProfileArgs {
     pub quiet: bool,
 
     /// Check all of a workload's configurations first, then time them side
-    /// by side, taking turns repeat by repeat, so that the GPU's clock
-    /// changes under its power and thermal limits fall on all of them
-    /// alike; a workload's records are written after its last timing (a
+    /// by side, taking turns repeat by repeat, so that the GPU's changes of
+    /// state (most likely its clocks under the power limit) fall on all of
+    /// them alike; a workload's records are written after its last timing (a
     /// crash loses the workload in progress, not the ones before).
     #[arg(long)]
     pub interleave: bool,
@@ -256,7 +256,12 @@ poisoned before its checked run; a configuration that fails to compile,
 launch or pass is recorded as failed, with the reason, and never timed.
 Timing: CUDA events, warm-up, then repeats, each after a 256 MB write that
 evicts the L2, with input sets rotated; the record holds the median, min,
-max and spread (interquartile range over the median).
+max and spread (interquartile range over the median). By default each
+configuration is timed right after its check and its record written at
+once; with --interleave all of a workload's configurations are checked
+first and then take turns, repeat by repeat (on the H200 one
+configuration measured up to 15% apart from one pass to another, which
+taking turns spreads over all of them alike).
 
 Without a GPU or a CUDA driver the command says so and exits non-zero.
 NVRTC (libnvrtc.so) must be on the library path.";

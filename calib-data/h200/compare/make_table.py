@@ -180,7 +180,7 @@ Judged instead by the exhaustive search's own records, the same choices reach {p
 only), {pct(sr['k4'])} (top-4), {pct(sr['k8'])} and {pct(sr['k8b'])} (top-8); by the committed records of
 another day, {pct(c['pred'])}, {pct(c['k4'])}, {pct(c['k8'])} and {pct(c['k8b'])}, and this run's
 exhaustive choice {pct(c['k0'])}. A configuration on the H200 measures several percent apart from one
-moment to the next and with what runs beside it (its clocks follow the power limit), so a search's own
+moment to the next and with what runs beside it (most likely its clocks under the power limit), so a search's own
 best is partly luck; the common bench measures every candidate under the same conditions.
 
 The coefficients that rank the configurations were fitted on these same workloads (the built-in H200 fit), so the

@@ -91,7 +91,7 @@ pub fn repeats(policy: &TimingPolicy, first_us: f64) -> u32 {
 /// pairs, warm-ups first (each launch's own, in turn), then round by round
 /// every launch that still has repeats left, each round starting one
 /// launch further along, so that slow changes of the GPU's state (its
-/// clocks under a power or thermal limit) fall on all of them alike.
+/// clocks, most likely, under its power limit) fall on all of them alike.
 pub fn interleaved_order(warmup: u32, repeats: &[u32]) -> Vec<(usize, u32)> {
     let n = repeats.len();
     let mut order = Vec::new();
