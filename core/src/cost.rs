@@ -33,7 +33,10 @@
 //!   progress fit there;
 //! - chain: what one block slot does one after another: its steps (k-loop
 //!   steps, softmax column steps), each with a barrier and a wait that a
-//!   deeper pipeline hides, its own share of the compute, and its fixed
+//!   deeper pipeline hides (a matmul's wait is `L = step_latency / ahead`,
+//!   `ahead` the stages its pipeline keeps loading, of which the step's own
+//!   compute time `d` covers all but `L^2 / (L + d)`), its own share of the
+//!   compute, and its fixed
 //!   work outside the loop (prologue, epilogue, a softmax's block
 //!   reduction). With `occ` blocks resident the others run during one
 //!   block's stalls, so the chain counts `1 / occ` of the compute: one
@@ -69,7 +72,7 @@ use crate::state::{Layout, Placement, State};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Coefficients`] layout; stored in coefficient files.
-pub const COEFFICIENTS_VERSION: u8 = 5;
+pub const COEFFICIENTS_VERSION: u8 = 6;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -356,7 +359,13 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // buffers keeps `stages - 1` loads ahead of the compute.
     let ahead = if pipelined { (s.stages.max(2) - 1) as f32 } else { s.stages.max(1) as f32 };
     let ahead = if scalar_chunks > 0.0 { 1.0 } else { ahead };
-    let t_steps = g.per_slot() * steps * (c.step_latency_us / ahead + scalar_chunks * c.scalar_load_us);
+    // Of that wait, the step's own compute (its tile's flops at its share
+    // of the SM) covers all but `wait^2 / (wait + d)`: a large tile's long
+    // step hides its loads with few stages, a small one's does not.
+    let wait = c.step_latency_us / ahead;
+    let d = 2.0 * bm * bn * bk * g.resident() / rate_sm;
+    let wait = wait * wait / (wait + d);
+    let t_steps = g.per_slot() * steps * (wait + scalar_chunks * c.scalar_load_us);
 
     // Shared memory: each warp reads the rows of A and the columns of B of
     // its warp tile from the staged tile, every k-step.

@@ -23,6 +23,7 @@ rows are marked.
 import json
 import math
 import re
+import subprocess
 import sys
 
 import matplotlib
@@ -145,8 +146,15 @@ summary = {
     "triton_second_call": sorted(r["name"] for r in rows if r["triton_second_call"]),
     "committed_reference": {key: mean(f"{key}_committed") for key in ("pred", "k4", "k8", "k8b", "k0")},
 }
-held_out = re.search(r"\| \*\*mean\*\* .*?\*\*([0-9.]+)% / ([0-9.]+)% / ([0-9.]+)%\*\*",
-                     open(f"{here}/../REPORT.md").read())
+# The held-out figures of the model the binary was built with: the report
+# at its commit (the current one when git cannot show it).
+commit = json.load(open(f"{res}/k8/meta.json"))["runs"][0]["commit"]
+try:
+    report = subprocess.run(["git", "-C", here, "show", f"{commit}:calib-data/h200/REPORT.md"],
+                            capture_output=True, text=True, check=True).stdout
+except (OSError, subprocess.CalledProcessError):
+    report = open(f"{here}/../REPORT.md").read()
+held_out = re.search(r"\| \*\*mean\*\* .*?\*\*([0-9.]+)% / ([0-9.]+)% / ([0-9.]+)%\*\*", report)
 held_out = " / ".join(f"{x}%" for x in held_out.groups()) if held_out else "see the report"
 c = summary["committed_reference"]
 sr = summary["same_run_reference"]
@@ -183,9 +191,9 @@ exhaustive choice {pct(c['k0'])}. A configuration on the H200 measures several p
 moment to the next and with what runs beside it (most likely its clocks under the power limit), so a search's own
 best is partly luck; the common bench measures every candidate under the same conditions.
 
-The coefficients that rank the configurations were fitted on these same workloads (the built-in H200 fit), so the
-"model only" and top-k columns are in-sample; the held-out figure of the same model is in `../REPORT.md`
-(best in top 1 / 4 / 8: {held_out}).
+The coefficients that rank the configurations were fitted on these same workloads (the built-in H200 fit of the
+binary's commit, {commit[:7]}), so the "model only" and top-k columns are in-sample; the held-out figure of the same
+model is in `../REPORT.md` at that commit (best in top 1 / 4 / 8: {held_out}).
 
 ![time to choose against the share of the best](compare.svg)
 
