@@ -392,6 +392,25 @@ fn softmax_launcher<'a>(
     }
 }
 
+/// The record of a configuration's check: ready to time when it ran and
+/// passed (its error kept), failed with the reason otherwise.
+fn checked_verdict(
+    mut rec: Record,
+    checked: Result<Result<f64, String>, DriverError>,
+    f: CudaFunction,
+    cfg: LaunchConfig,
+) -> Checked {
+    match checked {
+        Err(e) => rec.reason = Some(launch_failure("launch", &e)),
+        Ok(Err(why)) => rec.reason = Some(why),
+        Ok(Ok(err)) => {
+            rec.error = Some(err);
+            return Checked::Ready(Ready { rec, f, cfg });
+        }
+    }
+    Checked::Failed(rec)
+}
+
 impl RunCtx<'_> {
     /// Appends `rec` to the records file at once (flushed to disk), so a
     /// run killed later loses nothing it measured.
@@ -620,6 +639,16 @@ impl RunCtx<'_> {
         Ok(())
     }
 
+    /// The compiled kernel of configuration `c`, or NVRTC's log when it
+    /// did not compile.
+    fn compiled(&self, c: Config, kind: OpKind) -> Result<Result<CudaFunction, &str>> {
+        match self.kernels.by_program.get(&c.program(kind)) {
+            Some(Ok(f)) => Ok(Ok(f.clone())),
+            Some(Err(log)) => Ok(Err(log.as_str())),
+            None => bail!("kernel {} was not compiled", c.label(kind)),
+        }
+    }
+
     /// Times checked configurations: each alone (a first run picks its
     /// repeats), then all of them together, side by side.
     fn time_ready(
@@ -686,11 +715,9 @@ impl RunCtx<'_> {
     ) -> Result<Checked> {
         let op = w.op().ok_or_else(|| anyhow!("not a matmul"))?;
         let mut rec = self.base_record(w, Source::Kernel, Some(c));
-        let program = c.program(OpKind::MatMul);
-        let f = match self.kernels.by_program.get(&program) {
-            Some(Ok(f)) => f.clone(),
-            Some(Err(log)) => return Ok(Checked::Failed(faults::failed(rec, faults::compile_failure(log)))),
-            None => bail!("kernel {} was not compiled", c.label(OpKind::MatMul)),
+        let f = match self.compiled(c, OpKind::MatMul)? {
+            Ok(f) => f,
+            Err(log) => return Ok(Checked::Failed(faults::failed(rec, faults::compile_failure(log)))),
         };
         let smem = c.dynamic_smem(&op);
         rec.smem_bytes = Some(smem);
@@ -716,15 +743,7 @@ impl RunCtx<'_> {
             stream.synchronize()?;
             self.check_f16(&buf.out, &buf.reference)
         })();
-        match checked {
-            Err(e) => rec.reason = Some(launch_failure("launch", &e)),
-            Ok(Err(why)) => rec.reason = Some(why),
-            Ok(Ok(err)) => {
-                rec.error = Some(err);
-                return Ok(Checked::Ready(Ready { rec, f, cfg }));
-            }
-        }
-        Ok(Checked::Failed(rec))
+        Ok(checked_verdict(rec, checked, f, cfg))
     }
 
     fn softmax(&mut self, w: &Workload, rows: u32, cols: u32, tasks: &[Task]) -> Result<Vec<Record>> {
@@ -793,11 +812,9 @@ impl RunCtx<'_> {
         reference: &CudaSlice<f32>,
     ) -> Result<Checked> {
         let mut rec = self.base_record(w, Source::Kernel, Some(c));
-        let program = c.program(OpKind::Softmax);
-        let f = match self.kernels.by_program.get(&program) {
-            Some(Ok(f)) => f.clone(),
-            Some(Err(log)) => return Ok(Checked::Failed(faults::failed(rec, faults::compile_failure(log)))),
-            None => bail!("kernel {} was not compiled", c.label(OpKind::Softmax)),
+        let f = match self.compiled(c, OpKind::Softmax)? {
+            Ok(f) => f,
+            Err(log) => return Ok(Checked::Failed(faults::failed(rec, faults::compile_failure(log)))),
         };
         rec.registers = f.num_regs().ok();
         rec.local_bytes = f.local_size_bytes().ok();
@@ -812,15 +829,7 @@ impl RunCtx<'_> {
             stream.synchronize()?;
             self.check_f32(out, reference)
         })();
-        match checked {
-            Err(e) => rec.reason = Some(launch_failure("launch", &e)),
-            Ok(Err(why)) => rec.reason = Some(why),
-            Ok(Ok(err)) => {
-                rec.error = Some(err);
-                return Ok(Checked::Ready(Ready { rec, f, cfg }));
-            }
-        }
-        Ok(Checked::Failed(rec))
+        Ok(checked_verdict(rec, checked, f, cfg))
     }
 
     fn transpose(&mut self, w: &Workload, rows: u32, cols: u32) -> Result<Record> {
