@@ -260,7 +260,7 @@ max and spread (interquartile range over the median). By default each
 configuration is timed right after its check and its record written at
 once; with --interleave all of a workload's configurations are checked
 first and then take turns, repeat by repeat (on the H200 one
-configuration measured up to 15% apart from one pass to another, which
+configuration measured up to 14% apart from one pass to another, which
 taking turns spreads over all of them alike).
 
 Without a GPU or a CUDA driver the command says so and exits non-zero.

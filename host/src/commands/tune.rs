@@ -4,8 +4,8 @@
 //! Both passes time a workload's configurations side by side: all are
 //! checked, then timed in turns, repeat by repeat, so that every one sees
 //! the same states of the GPU. On the H200 one configuration measured up
-//! to 15% apart from one pass to another (Llama 3's output projection at
-//! 8192 tokens on a 128x128x64 tile: 829 us in one, 952 us in another;
+//! to 14% apart from one pass to another (Llama 3's output projection at
+//! 8192 tokens on a 128x128x64 tile: 824 us in one, 941 us in another;
 //! most likely its clocks under the power limit), more than the gaps between the best few configurations. The
 //! configurations whose first median is within [`CONFIRM_TOLERANCE`] of
 //! the fastest are measured once more (records in `OUT/confirm/`), and
