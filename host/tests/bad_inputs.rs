@@ -223,13 +223,19 @@ fn profile_refuses_an_output_it_cannot_resume_before_the_gpu() {
     assert!(e.contains("meta.json: malformed"), "{e}");
 }
 
+/// A workloads file of one small matmul in `dir`.
+fn one_matmul_workload(dir: &Path) -> PathBuf {
+    let w = dir.join("w.json");
+    std::fs::write(&w, r#"[{"name": "a", "kind": "matmul", "m": 64, "n": 64, "k": 64}]"#).unwrap();
+    w
+}
+
 #[test]
 fn tune_refuses_a_missing_reference_before_the_gpu() {
     // The reference is read first: a wrong folder used to be found only
     // after every configuration had been measured.
     let dir = tempfile::tempdir().unwrap();
-    let w = dir.path().join("w.json");
-    std::fs::write(&w, r#"[{"name": "a", "kind": "matmul", "m": 64, "n": 64, "k": 64}]"#).unwrap();
+    let w = one_matmul_workload(dir.path());
     let missing = dir.path().join("no-such-run");
     let out = dir.path().join("out");
     let e =
@@ -241,8 +247,7 @@ fn tune_refuses_a_missing_reference_before_the_gpu() {
 #[test]
 fn judge_refuses_missing_or_old_runs_before_the_gpu() {
     let dir = tempfile::tempdir().unwrap();
-    let w = dir.path().join("w.json");
-    std::fs::write(&w, r#"[{"name": "a", "kind": "matmul", "m": 64, "n": 64, "k": 64}]"#).unwrap();
+    let w = one_matmul_workload(dir.path());
     let out = dir.path().join("out");
     let missing = dir.path().join("no-such-run");
     let e = error_of(&["judge", "--workloads", arg(&w), "--runs", arg(&missing), "--out", arg(&out)]);
