@@ -31,7 +31,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::unreachable)]
 
 use core::ffi::{c_char, CStr};
-use hwwfc_core::problem::BuildError;
+use hwwfc_core::built::BuildError;
 use hwwfc_core::wire::{self, Message, WireError};
 use hwwfc_core::{
     exact, models, presets, wfc, Coefficients, Graph, HardwareSpec, Schedule, ScheduleProblem, SolveError,

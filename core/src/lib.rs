@@ -30,9 +30,10 @@
 //! | [`state`], [`space`] | candidate states and the constant tables of them |
 //! | [`domain`] | fixed-capacity bitsets of states |
 //! | [`resource`], [`constraint`] | what a state uses; the rules that remove states |
+//! | [`problem`] | the solvers' view of a problem ([`Problem`]) and [`problem::evaluate`] |
 //! | [`propagate`] | arc-consistent propagation of the adjacency rule |
 //! | [`cost`] | the cost model and its coefficients |
-//! | [`problem`] | the solvers' view of a problem, and the problem built from a graph |
+//! | [`built`] | the problem built from a graph, a spec and the cost model ([`ScheduleProblem`]) |
 //! | [`wfc`], [`exact`], [`exhaustive`] | the solvers |
 //! | [`solution`], [`schedule`], [`wire`] | results and their byte encoding |
 //! | [`models`], [`presets`] | built-in models and specs |
@@ -52,6 +53,7 @@
     )
 )]
 
+pub mod built;
 pub mod constraint;
 pub mod cost;
 pub mod domain;
@@ -73,13 +75,14 @@ pub mod state;
 pub mod wfc;
 pub mod wire;
 
+pub use built::{BuildError, LayerPlan, ScheduleProblem};
 pub use constraint::Constraint;
 pub use cost::Coefficients;
 pub use domain::Domain;
 pub use dtype::DType;
 pub use graph::Graph;
 pub use layer::{Layer, Op, OpKind};
-pub use problem::{Problem, ScheduleProblem};
+pub use problem::Problem;
 pub use schedule::Schedule;
 pub use solution::{Solution, SolveError};
 pub use spec::HardwareSpec;

@@ -4,7 +4,8 @@
 //! an index), so a runtime can launch it without the candidate tables. It
 //! travels in the [`wire`](crate::wire) format.
 
-use crate::problem::{Problem, ScheduleProblem};
+use crate::built::ScheduleProblem;
+use crate::problem::Problem;
 use crate::solution::Solution;
 use crate::state::{State, StateIndex};
 use serde::{Deserialize, Serialize};

@@ -2,12 +2,12 @@
 
 mod support;
 
+use hwwfc_core::built::BuildError;
 use hwwfc_core::constraint::{self, Constraint};
 use hwwfc_core::cost::{Coefficients, COEFFICIENT_COUNT, COEFFICIENT_NAMES};
 use hwwfc_core::graph::{Graph, GraphError};
 use hwwfc_core::layer::{Op, ShapeError, LAYER_NAME_CAPACITY};
 use hwwfc_core::models::{self, ModelError};
-use hwwfc_core::problem::BuildError;
 use hwwfc_core::schedule::Schedule;
 use hwwfc_core::space::{self, SpaceKind};
 use hwwfc_core::spec::{HardwareSpec, SpecError, SpecField};

@@ -1,9 +1,10 @@
 //! The prototype's results on the attention benchmark, and agreement of
 //! WFC with exact DP on the virtual and the H200-like specs.
 
+use hwwfc_core::built::LayerPlan;
 use hwwfc_core::constraint::{self, Constraint};
 use hwwfc_core::layer::Op;
-use hwwfc_core::problem::{evaluate, LayerPlan};
+use hwwfc_core::problem::evaluate;
 use hwwfc_core::space::{self, SpaceKind};
 use hwwfc_core::spec::PeakCompute;
 use hwwfc_core::state::Tile;

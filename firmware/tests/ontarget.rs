@@ -27,9 +27,10 @@ fn close(a: f32, b: f32) -> bool {
 
 #[defmt_test::tests]
 mod tests {
+    use hwwfc_core::built::BuildError;
     use hwwfc_core::graph::GraphError;
     use hwwfc_core::models::{self, ModelError};
-    use hwwfc_core::problem::{evaluate, BuildError};
+    use hwwfc_core::problem::evaluate;
     use hwwfc_core::space::SpaceKind;
     use hwwfc_core::wire::{self, Message, WireError};
     use hwwfc_core::{

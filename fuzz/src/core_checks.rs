@@ -12,10 +12,11 @@
 //! crash inputs on stable Rust. Only `hwwfc-core`'s own dependencies are
 //! used, so the file compiles in both places.
 
+use hwwfc_core::built::BuildError;
 use hwwfc_core::cost::{Coefficients, COEFFICIENT_COUNT};
 use hwwfc_core::dtype::DType;
 use hwwfc_core::layer::{Layer, Op};
-use hwwfc_core::problem::{evaluate, BuildError};
+use hwwfc_core::problem::evaluate;
 use hwwfc_core::propagate::Propagation;
 use hwwfc_core::schedule::Schedule;
 use hwwfc_core::space::{self, SpaceKind};

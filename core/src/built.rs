@@ -1,0 +1,327 @@
+//! The scheduling problem built from a graph, a spec and the cost model:
+//! per-layer domains after the hard constraints (arc-consistent adjacency
+//! included, through [`crate::propagate`]), unary costs and per-edge
+//! rewrite costs, seen by the solvers through [`Problem`].
+
+use crate::constraint::{self, Constraint, CONSTRAINT_COUNT};
+use crate::cost::{self, Coefficients};
+use crate::domain::Domain;
+use crate::graph::{Graph, GraphError};
+use crate::layer::Op;
+use crate::problem::Problem;
+use crate::propagate;
+use crate::space;
+use crate::spec::{HardwareSpec, SpecError};
+use crate::state::{Layout, Placement, State, StateIndex};
+use core::fmt;
+
+/// Why a scheduling problem could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum BuildError {
+    /// The spec is invalid.
+    Spec(SpecError),
+    /// The graph is invalid.
+    Graph(GraphError),
+    /// A coefficient is not a positive, finite number.
+    Coefficient(&'static str),
+    /// A layer's candidate space is larger than a domain holds.
+    TooManyStates {
+        /// Index of the layer.
+        layer: usize,
+        /// States in its candidate space.
+        states: usize,
+        /// Capacity of a domain (`64 * W`).
+        capacity: usize,
+    },
+    /// More layers than the problem's capacity `L`.
+    TooManyLayers {
+        /// The capacity.
+        capacity: usize,
+    },
+    /// Every state of a layer was removed.
+    Infeasible {
+        /// Index of the layer.
+        layer: usize,
+        /// The constraint that removed its last state.
+        constraint: Constraint,
+    },
+    /// The cost model gave a non-finite cost (a bug, or absurd inputs).
+    NonFiniteCost {
+        /// Index of the layer.
+        layer: usize,
+    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::Spec(e) => write!(f, "invalid spec: {e}"),
+            BuildError::Graph(e) => write!(f, "invalid model: {e}"),
+            BuildError::Coefficient(name) => {
+                write!(f, "coefficient `{name}` must be a positive, finite number")
+            }
+            BuildError::TooManyStates { layer, states, capacity } => {
+                write!(f, "layer {layer}: {states} candidate states exceed the domain capacity of {capacity}")
+            }
+            BuildError::TooManyLayers { capacity } => write!(f, "more than {capacity} layers"),
+            BuildError::Infeasible { layer, constraint } => {
+                write!(f, "layer {layer}: no state is left; `{constraint}` removed the last one")
+            }
+            BuildError::NonFiniteCost { layer } => {
+                write!(f, "layer {layer}: the cost model gave a non-finite cost")
+            }
+        }
+    }
+}
+
+/// One layer of a [`ScheduleProblem`].
+#[derive(Clone, Debug)]
+pub struct LayerPlan<const W: usize> {
+    /// The layer's operator.
+    pub op: Op,
+    /// Its candidate space (index = state index).
+    pub states: &'static [State],
+    /// States of the space that apply to the layer's shape (see
+    /// [`space::applicable`]).
+    pub candidates: Domain<W>,
+    /// Surviving states after every constraint.
+    pub domain: Domain<W>,
+    /// States removed per constraint, indexed by [`Constraint::index`].
+    pub removed: [u16; CONSTRAINT_COUNT],
+    unary: [[f32; 64]; W],
+}
+
+impl<const W: usize> LayerPlan<W> {
+    /// The state with index `s`.
+    pub fn state(&self, s: StateIndex) -> Option<&State> {
+        self.states.get(s as usize)
+    }
+
+    /// Unary cost of state `s` (infinite if out of range or removed by a
+    /// unary constraint).
+    pub fn unary(&self, s: StateIndex) -> f32 {
+        let i = s as usize;
+        self.unary.get(i / 64).and_then(|w| w.get(i % 64)).copied().unwrap_or(f32::INFINITY)
+    }
+}
+
+/// A graph scheduled on a spec: per-layer domains after the hard
+/// constraints (unary ones, then arc-consistent adjacency), unary costs from
+/// the cost model, and per-edge rewrite costs. At most `L` layers with at
+/// most `64 * W` candidate states each.
+#[derive(Clone, Debug)]
+pub struct ScheduleProblem<const L: usize, const W: usize> {
+    layers: heapless::Vec<LayerPlan<W>, L>,
+    rewrite: heapless::Vec<f32, L>,
+    adjacency: heapless::Vec<bool, L>,
+    free: heapless::Vec<bool, L>,
+}
+
+impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
+    /// Builds the problem: checks the inputs, applies every constraint and
+    /// evaluates the cost model on every surviving state.
+    pub fn build(graph: &Graph<L>, spec: &HardwareSpec, k: &Coefficients) -> Result<Self, BuildError> {
+        spec.validate().map_err(BuildError::Spec)?;
+        graph.validate().map_err(BuildError::Graph)?;
+        k.validate().map_err(BuildError::Coefficient)?;
+        let n = graph.len();
+        let mut layers: heapless::Vec<LayerPlan<W>, L> = heapless::Vec::new();
+        for (i, layer) in graph.layers().iter().enumerate() {
+            let plan = Self::plan_layer(i, n, &layer.op, spec, k)?;
+            layers.push(plan).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+        }
+        let mut rewrite = heapless::Vec::new();
+        let mut adjacency = heapless::Vec::new();
+        for edge in graph.edges() {
+            let (Some(a), Some(b)) = (layers.get(edge.from), layers.get(edge.to)) else {
+                continue;
+            };
+            let bytes = a.op.output_bytes();
+            rewrite.push(cost::rewrite_cost(spec, k, bytes)).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+            let tiled = a.domain.iter().any(|s| a.state(s).is_some_and(|s| s.layout == Layout::Tiled));
+            let dram = b.domain.iter().any(|s| b.state(s).is_some_and(|s| s.placement == Placement::Dram));
+            adjacency.push(tiled && dram).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+        }
+        let mut problem = ScheduleProblem { layers, rewrite, adjacency, free: heapless::Vec::new() };
+        problem.enforce_adjacency()?;
+        for edge in 0..problem.layers.len().saturating_sub(1) {
+            let free = problem.compute_free(edge);
+            problem.free.push(free).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+        }
+        Ok(problem)
+    }
+
+    fn plan_layer(
+        i: usize,
+        n: usize,
+        op: &Op,
+        spec: &HardwareSpec,
+        k: &Coefficients,
+    ) -> Result<LayerPlan<W>, BuildError> {
+        let states = space::states(spec.space, op.kind());
+        if states.len() > Domain::<W>::CAPACITY {
+            return Err(BuildError::TooManyStates { layer: i, states: states.len(), capacity: Domain::<W>::CAPACITY });
+        }
+        let mut plan = LayerPlan {
+            op: *op,
+            states,
+            candidates: Domain::EMPTY,
+            domain: Domain::EMPTY,
+            removed: [0; CONSTRAINT_COUNT],
+            unary: [[f32::INFINITY; 64]; W],
+        };
+        let mut last = Constraint::Alignment;
+        for (s, state) in states.iter().enumerate() {
+            let idx = s as StateIndex;
+            if !space::applicable(op, state) {
+                continue;
+            }
+            plan.candidates.insert(idx);
+            match constraint::check(spec, op, state) {
+                Err(c) => {
+                    if let Some(r) = plan.removed.get_mut(c.index()) {
+                        *r += 1;
+                    }
+                    last = c;
+                }
+                Ok(()) => {
+                    let mut c = cost::unary_cost(spec, k, op, state);
+                    // The model's input and output are row-major in DRAM.
+                    if state.layout != Layout::RowMajor {
+                        if i == 0 {
+                            c += cost::rewrite_cost(spec, k, cost::input_bytes(op));
+                        }
+                        if i + 1 == n {
+                            c += cost::rewrite_cost(spec, k, op.output_bytes());
+                        }
+                    }
+                    if !c.is_finite() {
+                        return Err(BuildError::NonFiniteCost { layer: i });
+                    }
+                    if let Some(slot) = plan.unary.get_mut(s / 64).and_then(|w| w.get_mut(s % 64)) {
+                        *slot = c;
+                    }
+                    plan.domain.insert(idx);
+                }
+            }
+        }
+        if plan.domain.is_empty() {
+            return Err(BuildError::Infeasible { layer: i, constraint: last });
+        }
+        Ok(plan)
+    }
+
+    fn enforce_adjacency(&mut self) -> Result<(), BuildError> {
+        let mut domains = [Domain::<W>::EMPTY; L];
+        for (d, l) in domains.iter_mut().zip(self.layers.iter()) {
+            *d = l.domain;
+        }
+        let n = self.layers.len();
+        let pruned = domains.get_mut(..n).unwrap_or(&mut []);
+        let result = propagate::arc_consistency(self, pruned);
+        for (l, d) in self.layers.iter_mut().zip(pruned.iter()) {
+            let removed = l.domain.len() - d.len();
+            if let Some(r) = l.removed.get_mut(Constraint::Adjacency.index()) {
+                *r += removed as u16;
+            }
+            l.domain = *d;
+        }
+        match result {
+            Ok(_) => Ok(()),
+            Err(layer) => Err(BuildError::Infeasible { layer, constraint: Constraint::Adjacency }),
+        }
+    }
+
+    /// The layers.
+    pub fn layers(&self) -> &[LayerPlan<W>] {
+        &self.layers
+    }
+
+    /// Layer `i`.
+    pub fn layer(&self, i: usize) -> Option<&LayerPlan<W>> {
+        self.layers.get(i)
+    }
+
+    /// Number of combinations left after the constraints.
+    pub fn combinations(&self) -> u128 {
+        self.layers.iter().fold(1u128, |acc, l| acc.saturating_mul(l.domain.len() as u128))
+    }
+
+    /// Number of combinations of the candidates, before the constraints.
+    pub fn space_combinations(&self) -> u128 {
+        self.layers.iter().fold(1u128, |acc, l| acc.saturating_mul(l.candidates.len() as u128))
+    }
+
+    fn pair(&self, edge: usize, from: StateIndex, to: StateIndex) -> Option<(&State, &State)> {
+        let a = self.layers.get(edge)?.state(from)?;
+        let b = self.layers.get(edge + 1)?.state(to)?;
+        Some((a, b))
+    }
+}
+
+impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
+    fn layer_count(&self) -> usize {
+        self.layers.len()
+    }
+
+    fn domain(&self, layer: usize) -> Domain<W> {
+        self.layers.get(layer).map(|l| l.domain).unwrap_or(Domain::EMPTY)
+    }
+
+    fn unary(&self, layer: usize, state: StateIndex) -> f32 {
+        self.layers.get(layer).map(|l| l.unary(state)).unwrap_or(f32::INFINITY)
+    }
+
+    fn transition(&self, edge: usize, from: StateIndex, to: StateIndex) -> f32 {
+        match self.pair(edge, from, to) {
+            Some((a, b)) if cost::needs_rewrite(a, b) => self.rewrite.get(edge).copied().unwrap_or(f32::INFINITY),
+            Some(_) => 0.0,
+            None => f32::INFINITY,
+        }
+    }
+
+    fn compatible(&self, edge: usize, from: StateIndex, to: StateIndex) -> bool {
+        if !self.adjacency.get(edge).copied().unwrap_or(true) {
+            return self.pair(edge, from, to).is_some();
+        }
+        self.pair(edge, from, to).is_some_and(|(a, b)| constraint::compatible(a, b))
+    }
+
+    fn step(&self, edge: usize, from: StateIndex, to: StateIndex) -> Option<f32> {
+        let (a, b) = self.pair(edge, from, to)?;
+        let checked = self.adjacency.get(edge).copied().unwrap_or(true);
+        if checked && !constraint::compatible(a, b) {
+            return None;
+        }
+        if cost::needs_rewrite(a, b) {
+            self.rewrite.get(edge).copied()
+        } else {
+            Some(0.0)
+        }
+    }
+
+    fn transitions_nonnegative(&self) -> bool {
+        // Rewrites cost a positive time, and everything else nothing.
+        true
+    }
+
+    fn edge_is_free(&self, edge: usize) -> bool {
+        self.free.get(edge).copied().unwrap_or(false)
+    }
+}
+
+impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
+    /// Free when no surviving pair needs a rewrite and none is forbidden.
+    fn compute_free(&self, edge: usize) -> bool {
+        if self.adjacency.get(edge).copied().unwrap_or(true) {
+            return false;
+        }
+        let (Some(a), Some(b)) = (self.layers.get(edge), self.layers.get(edge + 1)) else {
+            return false;
+        };
+        let all_row =
+            |l: &LayerPlan<W>| l.domain.iter().all(|s| l.state(s).is_some_and(|s| s.layout == Layout::RowMajor));
+        all_row(a) && all_row(b)
+    }
+}
