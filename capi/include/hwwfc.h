@@ -2,9 +2,10 @@
  * hwwfc.h: the C ABI of the HW-WFC core (crate hwwfc-capi).
  *
  * Inputs and outputs are byte buffers in the core's wire format (a version
- * byte, a kind byte, then postcard). Nothing allocates: the schedule is
- * written into the caller's buffer. Every function returns a status code
- * (HWWFC_OK or an HWWFC_ERR_*) and never unwinds.
+ * byte, a kind byte, for coefficients the cost model's version byte, then
+ * postcard). Nothing allocates: the schedule is written into the caller's
+ * buffer. Every function returns a status code (HWWFC_OK or an
+ * HWWFC_ERR_*) and never unwinds.
  */
 
 #ifndef HWWFC_H
@@ -31,7 +32,9 @@
 // The model bytes are not a wire-format graph.
 #define HWWFC_ERR_MODEL_BYTES 4
 
-// The coefficient bytes are not wire-format coefficients.
+// The coefficient bytes are not wire-format coefficients (bytes of
+// another wire-format version among them: coefficients of version 1 carry
+// no cost-model version and are refused here; see `hwwfc_wire_version`).
 #define HWWFC_ERR_COEFFICIENT_BYTES 5
 
 // The spec decodes but is invalid (a field out of range).
@@ -67,6 +70,11 @@
 
 // A panic was caught at the boundary (a bug of the core: please report).
 #define HWWFC_ERR_PANIC 16
+
+// The coefficients were encoded for another version of the cost model
+// than this library's (`hwwfc_cost_model_version`): their numbers would
+// mean something else here. Fit or encode them again with this version.
+#define HWWFC_ERR_COST_MODEL_VERSION 17
 
 // The Wave-Function-Collapse solver (default settings).
 #define HWWFC_SOLVER_WFC 0
@@ -107,6 +115,8 @@ extern "C" {
 // the schedule (wire format) to `out`, its length to `*out_len`.
 //
 // `coefficients` may be null with `coefficients_len` 0: the defaults.
+// Coefficients of another cost model's version are refused with
+// `HWWFC_ERR_COST_MODEL_VERSION`.
 // Up to `HWWFC_MAX_LAYERS` layers of up to `HWWFC_MAX_STATES`
 // candidate states each. Allocation-free: the problem lives on the stack,
 // which must hold 1 MiB in an optimized build (2 MiB unoptimized): run it
@@ -194,6 +204,11 @@ const char *hwwfc_status_name(int32_t status);
 // The version of the wire format this library reads and writes (the
 // first byte of every message).
 uint8_t hwwfc_wire_version(void);
+
+// The version of the cost model this library's coefficients are for (the
+// third byte of a coefficients message; others are refused with
+// `HWWFC_ERR_COST_MODEL_VERSION`).
+uint8_t hwwfc_cost_model_version(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -48,7 +48,9 @@ pub const HWWFC_ERR_BUFFER_TOO_SMALL: i32 = 2;
 pub const HWWFC_ERR_SPEC_BYTES: i32 = 3;
 /// The model bytes are not a wire-format graph.
 pub const HWWFC_ERR_MODEL_BYTES: i32 = 4;
-/// The coefficient bytes are not wire-format coefficients.
+/// The coefficient bytes are not wire-format coefficients (bytes of
+/// another wire-format version among them: coefficients of version 1 carry
+/// no cost-model version and are refused here; see `hwwfc_wire_version`).
 pub const HWWFC_ERR_COEFFICIENT_BYTES: i32 = 5;
 /// The spec decodes but is invalid (a field out of range).
 pub const HWWFC_ERR_INVALID_SPEC: i32 = 6;
@@ -73,6 +75,10 @@ pub const HWWFC_ERR_UNKNOWN_SOLVER: i32 = 14;
 pub const HWWFC_ERR_UNKNOWN_NAME: i32 = 15;
 /// A panic was caught at the boundary (a bug of the core: please report).
 pub const HWWFC_ERR_PANIC: i32 = 16;
+/// The coefficients were encoded for another version of the cost model
+/// than this library's (`hwwfc_cost_model_version`): their numbers would
+/// mean something else here. Fit or encode them again with this version.
+pub const HWWFC_ERR_COST_MODEL_VERSION: i32 = 17;
 
 /// The Wave-Function-Collapse solver (default settings).
 pub const HWWFC_SOLVER_WFC: u32 = 0;
@@ -238,7 +244,10 @@ fn decode_common(i: &Inputs<'_>) -> Result<(HardwareSpec, Coefficients), i32> {
     let k = if i.coefficients.is_empty() {
         Coefficients::default()
     } else {
-        decode::<Coefficients>(i.coefficients, HWWFC_ERR_COEFFICIENT_BYTES)?
+        wire::from_bytes::<Coefficients>(i.coefficients).map_err(|e| match e {
+            WireError::CostModelVersion { .. } => HWWFC_ERR_COST_MODEL_VERSION,
+            _ => HWWFC_ERR_COEFFICIENT_BYTES,
+        })?
     };
     Ok((spec, k))
 }
@@ -248,6 +257,8 @@ fn decode_common(i: &Inputs<'_>) -> Result<(HardwareSpec, Coefficients), i32> {
 /// the schedule (wire format) to `out`, its length to `*out_len`.
 ///
 /// `coefficients` may be null with `coefficients_len` 0: the defaults.
+/// Coefficients of another cost model's version are refused with
+/// `HWWFC_ERR_COST_MODEL_VERSION`.
 /// Up to `HWWFC_MAX_LAYERS` layers of up to `HWWFC_MAX_STATES`
 /// candidate states each. Allocation-free: the problem lives on the stack,
 /// which must hold 1 MiB in an optimized build (2 MiB unoptimized): run it
@@ -438,6 +449,7 @@ pub extern "C" fn hwwfc_status_name(status: i32) -> *const c_char {
         HWWFC_ERR_UNKNOWN_SOLVER => c"HWWFC_ERR_UNKNOWN_SOLVER",
         HWWFC_ERR_UNKNOWN_NAME => c"HWWFC_ERR_UNKNOWN_NAME",
         HWWFC_ERR_PANIC => c"HWWFC_ERR_PANIC",
+        HWWFC_ERR_COST_MODEL_VERSION => c"HWWFC_ERR_COST_MODEL_VERSION",
         _ => c"HWWFC_UNKNOWN_STATUS",
     };
     s.as_ptr()
@@ -448,4 +460,12 @@ pub extern "C" fn hwwfc_status_name(status: i32) -> *const c_char {
 #[no_mangle]
 pub extern "C" fn hwwfc_wire_version() -> u8 {
     wire::WIRE_VERSION
+}
+
+/// The version of the cost model this library's coefficients are for (the
+/// third byte of a coefficients message; others are refused with
+/// `HWWFC_ERR_COST_MODEL_VERSION`).
+#[no_mangle]
+pub extern "C" fn hwwfc_cost_model_version() -> u8 {
+    hwwfc_core::cost::COEFFICIENTS_VERSION
 }

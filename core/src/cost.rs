@@ -71,7 +71,10 @@ use crate::spec::HardwareSpec;
 use crate::state::{Layout, Placement, State};
 use serde::{Deserialize, Serialize};
 
-/// Version of the [`Coefficients`] layout; stored in coefficient files.
+/// Version of the cost model and of its [`Coefficients`] (their layout and
+/// their meaning): stored in coefficient files, as the JSON wrapper's
+/// `format_version` and as the third header byte of the wire format
+/// ([`crate::wire`]), and required when they are read.
 pub const COEFFICIENTS_VERSION: u8 = 6;
 
 macro_rules! coefficients {

@@ -4,7 +4,7 @@ mod support;
 
 use hwwfc_core::built::BuildError;
 use hwwfc_core::constraint::{self, Constraint};
-use hwwfc_core::cost::{Coefficients, COEFFICIENT_COUNT, COEFFICIENT_NAMES};
+use hwwfc_core::cost::{Coefficients, COEFFICIENTS_VERSION, COEFFICIENT_COUNT, COEFFICIENT_NAMES};
 use hwwfc_core::graph::{Graph, GraphError};
 use hwwfc_core::layer::{Op, ShapeError, LAYER_NAME_CAPACITY};
 use hwwfc_core::models::{self, ModelError};
@@ -425,8 +425,10 @@ fn corrupt_schedule_bytes() {
         assert_eq!(wire::from_bytes::<Schedule<8>>(&bytes[..len]), Err(WireError::UnexpectedEnd), "{len}");
     }
     let mut b = bytes.clone();
-    b[0] = 2;
-    assert_eq!(wire::from_bytes::<Schedule<8>>(&b), Err(WireError::UnsupportedVersion { found: 2 }));
+    b[0] = WIRE_VERSION + 1;
+    assert_eq!(wire::from_bytes::<Schedule<8>>(&b), Err(WireError::UnsupportedVersion { found: WIRE_VERSION + 1 }));
+    b[0] = 1;
+    assert_eq!(wire::from_bytes::<Schedule<8>>(&b), Err(WireError::UnsupportedVersion { found: 1 }));
     let mut b = bytes.clone();
     b[1] = 3;
     assert_eq!(wire::from_bytes::<Schedule<8>>(&b), Err(WireError::WrongKind { found: 3 }));
@@ -477,12 +479,47 @@ fn corrupt_schedule_bytes() {
         WireError::Truncated,
         WireError::UnsupportedVersion { found: 2 },
         WireError::WrongKind { found: 9 },
+        WireError::CostModelVersion { found: 5, expected: 6 },
         WireError::UnexpectedEnd,
         WireError::Malformed,
         WireError::TrailingBytes,
     ] {
         assert!(!e.to_string().is_empty());
     }
+}
+
+#[test]
+fn coefficients_of_another_cost_model_are_refused() {
+    let k = Coefficients::default();
+    let mut buf = vec![0u8; Coefficients::MAX_ENCODED_LEN];
+    let bytes = wire::to_slice(&k, &mut buf).unwrap().to_vec();
+    assert_eq!(Coefficients::HEADER_LEN, wire::HEADER_LEN + 1);
+    assert_eq!(bytes[..3], [WIRE_VERSION, wire::Kind::Coefficients as u8, COEFFICIENTS_VERSION]);
+    assert_eq!(wire::from_bytes::<Coefficients>(&bytes), Ok(k));
+
+    // Another cost model's version byte, older or newer.
+    for found in [0, COEFFICIENTS_VERSION - 1, COEFFICIENTS_VERSION + 1, 0xff] {
+        let mut b = bytes.clone();
+        b[2] = found;
+        let e = wire::from_bytes::<Coefficients>(&b).unwrap_err();
+        assert_eq!(e, WireError::CostModelVersion { found, expected: COEFFICIENTS_VERSION });
+        assert_eq!(
+            e.to_string(),
+            format!("coefficients of cost model version {found}; this build reads version {COEFFICIENTS_VERSION}")
+        );
+    }
+    // The header without the cost model's byte ends early.
+    assert_eq!(wire::from_bytes::<Coefficients>(&bytes[..2]), Err(WireError::UnexpectedEnd));
+    // Version 1 of the format had no cost model's byte: refused by version.
+    let mut v1 = vec![1, wire::Kind::Coefficients as u8];
+    v1.extend_from_slice(&bytes[3..]);
+    assert_eq!(wire::from_bytes::<Coefficients>(&v1), Err(WireError::UnsupportedVersion { found: 1 }));
+    // Too small a buffer for the longer header.
+    assert_eq!(wire::to_slice(&k, &mut [0u8; 2]).map(|b| b.len()), Err(WireError::BufferTooSmall));
+    // The other messages keep the 2-byte header.
+    assert_eq!(Schedule::<8>::HEADER_LEN, wire::HEADER_LEN);
+    assert_eq!(HardwareSpec::HEADER_LEN, wire::HEADER_LEN);
+    assert_eq!(Graph::<8>::HEADER_LEN, wire::HEADER_LEN);
 }
 
 #[test]

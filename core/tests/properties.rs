@@ -434,6 +434,15 @@ fn check_wire<T: Message + PartialEq + core::fmt::Debug>(value: &T) -> Result<()
         b.push(extra);
         prop_assert_eq!(wire::from_bytes::<T>(&b).err(), Some(WireError::TrailingBytes));
     }
+    // The cost model's version, where the header carries one.
+    if let Some(expected) = T::COST_MODEL_VERSION {
+        prop_assert_eq!(bytes[wire::HEADER_LEN], expected);
+        for found in [0u8, expected.wrapping_sub(1), expected.wrapping_add(1), 0xff] {
+            let mut b = bytes.clone();
+            b[wire::HEADER_LEN] = found;
+            prop_assert_eq!(wire::from_bytes::<T>(&b).err(), Some(WireError::CostModelVersion { found, expected }));
+        }
+    }
     Ok(())
 }
 

@@ -28,6 +28,7 @@ fn close(a: f32, b: f32) -> bool {
 #[defmt_test::tests]
 mod tests {
     use hwwfc_core::built::BuildError;
+    use hwwfc_core::cost::COEFFICIENTS_VERSION;
     use hwwfc_core::graph::GraphError;
     use hwwfc_core::models::{self, ModelError};
     use hwwfc_core::problem::evaluate;
@@ -268,6 +269,34 @@ mod tests {
         let mut small = [0u8; 32];
         defmt::assert_eq!(wire::to_slice(&schedule, &mut small).err(), Some(WireError::BufferTooSmall));
         defmt::assert_eq!(wire::to_slice(&schedule, &mut small[..1]).err(), Some(WireError::BufferTooSmall));
+    }
+
+    #[test]
+    fn coefficients_of_another_cost_model_are_refused() {
+        let mut buf = [0u8; <Coefficients as Message>::MAX_ENCODED_LEN];
+        let len = wire::to_slice(&Coefficients::default(), &mut buf).unwrap().len();
+        defmt::assert_eq!(buf[2], COEFFICIENTS_VERSION);
+        buf[2] = COEFFICIENTS_VERSION - 1;
+        defmt::assert_eq!(
+            wire::from_bytes::<Coefficients>(&buf[..len]).err(),
+            Some(WireError::CostModelVersion { found: COEFFICIENTS_VERSION - 1, expected: COEFFICIENTS_VERSION })
+        );
+        // The H200 coefficients in the first wire format, which had no cost
+        // model's version, and in the current one.
+        let old: &[u8] = include_bytes!("../../tests/fixtures/coefficients-wire-v1.postcard");
+        defmt::assert_eq!(
+            wire::from_bytes::<Coefficients>(old).err(),
+            Some(WireError::UnsupportedVersion { found: 1 })
+        );
+        let h200: &[u8] = include_bytes!("../../calib-data/h200/coefficients.postcard");
+        let k = wire::from_bytes::<Coefficients>(h200).unwrap();
+        defmt::assert!(k.validate().is_ok());
+        let p = fixtures::Problem::build(
+            &models::builtin::<LAYERS>("attention", None).unwrap(),
+            &presets::stress_gpu(),
+            &k,
+        );
+        defmt::assert!(p.is_ok());
     }
 
     #[test]

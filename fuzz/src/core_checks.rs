@@ -13,7 +13,7 @@
 //! used, so the file compiles in both places.
 
 use hwwfc_core::built::BuildError;
-use hwwfc_core::cost::{Coefficients, COEFFICIENT_COUNT};
+use hwwfc_core::cost::{Coefficients, COEFFICIENTS_VERSION, COEFFICIENT_COUNT};
 use hwwfc_core::dtype::DType;
 use hwwfc_core::layer::{Layer, Op};
 use hwwfc_core::problem::evaluate;
@@ -122,6 +122,11 @@ pub fn wire_decode(data: &[u8]) {
         framed.extend_from_slice(data);
         decode_all(&framed);
     }
+    // Coefficients behind their whole header, the cost model's byte too.
+    let mut framed = Vec::with_capacity(data.len() + 3);
+    framed.extend_from_slice(&[WIRE_VERSION, wire::Kind::Coefficients as u8, COEFFICIENTS_VERSION]);
+    framed.extend_from_slice(data);
+    decode_all(&framed);
 }
 
 fn decode_all(bytes: &[u8]) {
@@ -195,10 +200,13 @@ fn roundtrip<T: Message + Debug>(bytes: &[u8]) -> Option<T> {
             Some(value)
         }
         Err(e) => {
-            let expected = match bytes {
-                [] | [_] => Some(WireError::Truncated),
-                [v, ..] if *v != WIRE_VERSION => Some(WireError::UnsupportedVersion { found: *v }),
-                [_, k, ..] if *k != T::KIND as u8 => Some(WireError::WrongKind { found: *k }),
+            let expected = match (bytes, T::COST_MODEL_VERSION) {
+                ([] | [_], _) => Some(WireError::Truncated),
+                ([v, ..], _) if *v != WIRE_VERSION => Some(WireError::UnsupportedVersion { found: *v }),
+                ([_, k, ..], _) if *k != T::KIND as u8 => Some(WireError::WrongKind { found: *k }),
+                ([_, _, m, ..], Some(expected)) if *m != expected => {
+                    Some(WireError::CostModelVersion { found: *m, expected })
+                }
                 _ => None,
             };
             match expected {
@@ -761,8 +769,13 @@ fn frame<T: serde::Serialize>(kind: wire::Kind, value: &T) -> Vec<u8> {
     let mut buf = vec![0u8; 1 << 16];
     buf[0] = WIRE_VERSION;
     buf[1] = kind as u8;
-    let used = postcard::to_slice(value, &mut buf[wire::HEADER_LEN..]).expect("64 KiB hold any drawn message").len();
-    buf.truncate(wire::HEADER_LEN + used);
+    let mut header = wire::HEADER_LEN;
+    if kind == wire::Kind::Coefficients {
+        buf[header] = COEFFICIENTS_VERSION;
+        header += 1;
+    }
+    let used = postcard::to_slice(value, &mut buf[header..]).expect("64 KiB hold any drawn message").len();
+    buf.truncate(header + used);
     buf
 }
 

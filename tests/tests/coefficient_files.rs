@@ -42,3 +42,12 @@ fn postcard_and_json_coefficients_predict_the_same() {
         }
     }
 }
+
+#[test]
+fn the_postcard_file_is_the_wire_encoding_of_the_json_file() {
+    let (json, _) = h200_files();
+    let bytes = std::fs::read(hwwfc_tests::repo_root().join("calib-data/h200/coefficients.postcard")).unwrap();
+    let mut buf = [0u8; <Coefficients as wire::Message>::MAX_ENCODED_LEN];
+    assert_eq!(wire::to_slice(&json, &mut buf).unwrap(), &bytes[..]);
+    assert_eq!(bytes[..3], [wire::WIRE_VERSION, wire::Kind::Coefficients as u8, cost::COEFFICIENTS_VERSION]);
+}

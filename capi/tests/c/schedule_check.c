@@ -93,6 +93,7 @@ static void check_builtins(const char *dir) {
               len == read_file(dir, "attention.toy_gpu", "coefficients", b, sizeof b) && memcmp(a, b, len) == 0,
           "hwwfc_default_coefficients equals Rust's", "default");
     check(a[0] == hwwfc_wire_version(), "the first byte is the wire version", "default");
+    check(len > 2 && a[2] == hwwfc_cost_model_version(), "the third byte is the cost model's version", "default");
 }
 
 static void check_errors(void) {
@@ -115,6 +116,20 @@ static void check_errors(void) {
     check(s == HWWFC_ERR_MODEL_BYTES, "a truncated model", "MODEL_BYTES");
     s = hwwfc_schedule(spec, spec_len, model, model_len, spec, spec_len, HWWFC_SOLVER_WFC, out, sizeof out, &len);
     check(s == HWWFC_ERR_COEFFICIENT_BYTES, "a spec given as the coefficients", "COEFFICIENT_BYTES");
+    static uint8_t coefficients[HWWFC_COEFFICIENTS_MAX_LEN];
+    size_t coefficients_len = 0;
+    hwwfc_default_coefficients(coefficients, sizeof coefficients, &coefficients_len);
+    coefficients[2] = (uint8_t)(hwwfc_cost_model_version() - 1);
+    s = hwwfc_schedule(spec, spec_len, model, model_len, coefficients, coefficients_len, HWWFC_SOLVER_WFC, out,
+                       sizeof out, &len);
+    check(s == HWWFC_ERR_COST_MODEL_VERSION, "coefficients of the previous cost model", "COST_MODEL_VERSION");
+    coefficients[2] = hwwfc_cost_model_version();
+    coefficients[0] = 1;
+    s = hwwfc_schedule(spec, spec_len, model, model_len, coefficients, coefficients_len, HWWFC_SOLVER_WFC, out,
+                       sizeof out, &len);
+    check(s == HWWFC_ERR_COEFFICIENT_BYTES, "coefficients of wire format version 1", "COEFFICIENT_BYTES");
+    check(strcmp(hwwfc_status_name(HWWFC_ERR_COST_MODEL_VERSION), "HWWFC_ERR_COST_MODEL_VERSION") == 0,
+          "status names", "COST_MODEL_VERSION");
     s = hwwfc_schedule(spec, spec_len, model, model_len, NULL, 0, 7, out, sizeof out, &len);
     check(s == HWWFC_ERR_UNKNOWN_SOLVER, "solver 7", "UNKNOWN_SOLVER");
     check(hwwfc_builtin_model("resnet", 0, model, sizeof model, &len) == HWWFC_ERR_UNKNOWN_NAME, "model resnet",

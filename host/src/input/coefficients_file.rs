@@ -1,6 +1,6 @@
 //! Cost-model coefficient files.
 //!
-//! Two shapes are accepted:
+//! Three shapes are accepted, two of JSON and one of bytes:
 //!
 //! - a bare [`hwwfc_core::Coefficients`] object, every field given:
 //!   `{"compute_efficiency": 0.75, ..., "transition_scale": 1.0}`;
@@ -9,7 +9,15 @@
 //!   "fitted": {...}, "coefficients": {...}}`, where `format_version` must
 //!   be [`hwwfc_core::cost::COEFFICIENTS_VERSION`], `gpu` (optional) names
 //!   the GPU the coefficients were fitted on, `spec` (optional) the spec
-//!   they go with, and `fitted` (optional) records how they were fitted.
+//!   they go with, and `fitted` (optional) records how they were fitted;
+//! - a file named `*.postcard`: the coefficients in the core's wire format
+//!   ([`hwwfc_core::wire`]), as `hwwfc calibrate` writes them beside the
+//!   JSON for the core, the firmware and the C ABI. Its header names the
+//!   wire format's version and the cost model's
+//!   ([`hwwfc_core::cost::COEFFICIENTS_VERSION`]); the file is refused if
+//!   either is not this build's (the first wire format had no cost model's
+//!   version: such a file is refused by its format version). It says
+//!   nothing of its GPU or spec, and is used as it is, like a bare object.
 //!
 //! An object with a `format_version` or `coefficients` key is read as the
 //! wrapper. Unknown fields are rejected, and every coefficient must be a
@@ -23,9 +31,9 @@
 //! as it is.
 
 use super::json::{self, FieldError};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use hwwfc_core::cost::COEFFICIENTS_VERSION;
-use hwwfc_core::Coefficients;
+use hwwfc_core::{wire, Coefficients};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -149,13 +157,28 @@ pub fn calibrated_for(spec_name: &str) -> Result<Option<LoadedCoefficients>> {
     Ok(Some(loaded))
 }
 
-/// Loads the file `path`, or the defaults when `None`.
+/// Loads the file `path` (wire format if named `*.postcard`, JSON
+/// otherwise), or the defaults when `None`.
 pub fn load(path: Option<&Path>) -> Result<LoadedCoefficients> {
     let Some(path) = path else {
         return Ok(LoadedCoefficients::default_model());
     };
+    if path.extension().is_some_and(|e| e == "postcard") {
+        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        return from_postcard(&bytes, path);
+    }
     let value = json::read(path)?;
     from_json(value, path)
+}
+
+/// Decodes coefficients in the wire format; `path` names the file in
+/// errors. Coefficients of another wire-format or cost-model version are
+/// refused, and every coefficient must be a positive, finite number.
+pub fn from_postcard(bytes: &[u8], path: &Path) -> Result<LoadedCoefficients> {
+    let file = path.display();
+    let coefficients: Coefficients = wire::from_bytes(bytes).map_err(|e| anyhow!("{file}: {e}"))?;
+    coefficients.validate().map_err(|name| anyhow!("{file}: field `{name}`: must be a positive, finite number"))?;
+    Ok(LoadedCoefficients { coefficients, origin: Origin::File { path: path.to_path_buf(), gpu: None }, spec: None })
 }
 
 /// Converts a parsed coefficients file; `path` names it in errors.
@@ -235,6 +258,48 @@ mod tests {
         assert_eq!(check_provenance(&default, "a100", None, false).unwrap(), None);
         let builtin = calibrated_for("h200").unwrap().unwrap();
         assert_eq!(check_provenance(&builtin, "h200", None, false).unwrap(), None);
+    }
+
+    fn postcard(c: &Coefficients) -> Vec<u8> {
+        let mut buf = vec![0u8; <Coefficients as wire::Message>::MAX_ENCODED_LEN];
+        wire::to_slice(c, &mut buf).unwrap().to_vec()
+    }
+
+    fn postcard_error(bytes: &[u8]) -> String {
+        from_postcard(bytes, Path::new("c.postcard")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn reads_the_wire_format() {
+        let c = from_postcard(&postcard(&Coefficients::default()), Path::new("c.postcard")).unwrap();
+        assert_eq!(c.coefficients, Coefficients::default());
+        assert_eq!(c.origin, Origin::File { path: "c.postcard".into(), gpu: None });
+        assert_eq!(c.spec, None);
+    }
+
+    #[test]
+    fn rejects_bad_postcard_files() {
+        let good = postcard(&Coefficients::default());
+        let mut older = good.clone();
+        older[2] = COEFFICIENTS_VERSION - 1;
+        assert_eq!(
+            postcard_error(&older),
+            format!(
+                "c.postcard: coefficients of cost model version {}; this build reads version {COEFFICIENTS_VERSION}",
+                COEFFICIENTS_VERSION - 1
+            )
+        );
+        // The wire format's first version, which had no cost model's byte.
+        let old = include_bytes!("../../../tests/fixtures/coefficients-wire-v1.postcard");
+        assert_eq!(
+            postcard_error(old),
+            format!("c.postcard: unsupported format version 1 (this build reads version {})", wire::WIRE_VERSION)
+        );
+        assert_eq!(postcard_error(&good[..good.len() - 1]), "c.postcard: truncated: the message ends early");
+        let mut zero = Coefficients::default().to_array();
+        zero[0] = 0.0;
+        let e = postcard_error(&postcard(&Coefficients::from_array(zero)));
+        assert!(e.starts_with("c.postcard: field `") && e.ends_with("`: must be a positive, finite number"), "{e}");
     }
 
     #[test]
