@@ -103,8 +103,9 @@ pub struct TuneArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 
-    /// Coefficients ranking the configurations (default: the calibrated
-    /// ones built in for the spec, else the defaults).
+    /// Coefficients ranking the configurations, JSON or .postcard
+    /// (default: the calibrated ones built in for the spec, else the
+    /// defaults).
     #[arg(long, value_name = "FILE")]
     pub coefficients: Option<PathBuf>,
 
@@ -162,9 +163,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "DIR")]
     pub data: PathBuf,
 
-    /// Evaluate exactly these coefficients (no refit). A file fitted for
-    /// another spec or on another GPU than the records' is refused unless
-    /// --allow-other-gpu is given.
+    /// Evaluate exactly these coefficients, JSON or .postcard (no refit).
+    /// A file fitted for another spec or on another GPU than the records'
+    /// is refused unless --allow-other-gpu is given.
     #[arg(long, value_name = "FILE")]
     pub coefficients: Option<PathBuf>,
 
@@ -295,9 +296,11 @@ pub struct ScheduleArgs {
     pub seq: Option<u32>,
 
     /// Cost-model coefficients: a JSON file, bare or in the calibration
-    /// wrapper {"format_version": 2, "gpu": ..., "spec": ..., "coefficients":
-    /// {...}} (default: the model's built-in coefficients). A wrapper whose
-    /// spec is not --spec's is refused unless --allow-other-gpu is given.
+    /// wrapper {"format_version": V, "gpu": ..., "spec": ..., "coefficients":
+    /// {...}} where V is the cost model's version, or a .postcard file in the wire format (refused if written
+    /// for another cost-model version) (default: the model's built-in
+    /// coefficients). A wrapper whose spec is not --spec's is refused
+    /// unless --allow-other-gpu is given.
     #[arg(long, value_name = "FILE")]
     pub coefficients: Option<PathBuf>,
 

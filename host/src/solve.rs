@@ -10,9 +10,9 @@ use crate::timing::{self, Timing};
 use anyhow::{anyhow, Result};
 use hwwfc_core::constraint::{self, CONSTRAINT_COUNT};
 use hwwfc_core::exact::{self, ExactStats};
-use hwwfc_core::problem::BuildError;
 use hwwfc_core::space;
 use hwwfc_core::wfc::{self, WfcConfig, WfcStats};
+use hwwfc_core::BuildError;
 use hwwfc_core::{
     Coefficients, Constraint, HardwareSpec, Op, Schedule, ScheduleProblem, Solution, SolveError, HOST_DOMAIN_WORDS,
     HOST_MAX_LAYERS,

@@ -37,34 +37,12 @@ pub fn median_of_repeats<T>(mut f: impl FnMut() -> T) -> Timing {
         black_box(f());
         samples.push(t.elapsed().as_secs_f64() * 1.0e6);
     }
-    Timing { median_us: median(&mut samples), repeats: samples.len() }
-}
-
-/// The median of `samples` (the mean of the two middle ones for an even
-/// count; 0 for none).
-pub fn median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(|a, b| a.total_cmp(b));
-    let n = samples.len();
-    let mid = |i: usize| samples.get(i).copied().unwrap_or(0.0);
-    if n == 0 {
-        0.0
-    } else if n % 2 == 1 {
-        mid(n / 2)
-    } else {
-        (mid(n / 2 - 1) + mid(n / 2)) / 2.0
-    }
+    Timing { median_us: crate::stats::median(&samples).unwrap_or(0.0), repeats: samples.len() }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(&mut []), 0.0);
-    }
 
     #[test]
     fn repeats_within_bounds() {

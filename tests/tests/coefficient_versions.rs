@@ -7,18 +7,8 @@
 //!   `tests/fixtures/coefficients-wire-v1.postcard`, the H200 coefficients
 //!   as `calib-data/h200/coefficients.postcard` held them before;
 //! - coefficients whose header names another cost model's version.
-//!
-//! The host is a binary crate: its loader (and the JSON module it uses) is
-//! included by path, unchanged, as the fuzz targets include it.
 
-#[allow(dead_code, unused_imports)]
-#[path = "../../host/src/input/json.rs"]
-mod json;
-
-#[allow(dead_code)]
-#[path = "../../host/src/input/coefficients_file.rs"]
-mod coefficients_file;
-
+use hwwfc::input::coefficients_file;
 use hwwfc_capi::{
     hwwfc_cost_model_version, hwwfc_schedule, hwwfc_schedule_compact, hwwfc_status_name, HWWFC_ERR_COEFFICIENT_BYTES,
     HWWFC_ERR_COST_MODEL_VERSION, HWWFC_OK, HWWFC_SCHEDULE_MAX_LEN, HWWFC_SOLVER_WFC,

@@ -2,11 +2,11 @@
 //! grouped per workload, one sample per configuration with the median time
 //! of every run that measured it.
 
+use crate::database::record::{Record, Source, Status};
+use crate::database::{run_folders, RunFolder};
 use crate::gpu::DeviceInfo;
-use crate::profile::meta;
-use crate::profile::record::{self, Record, Source, Status};
-use crate::profile::workload::Workload;
-use anyhow::{bail, Context, Result};
+use crate::input::workload_file::Workload;
+use anyhow::{bail, Result};
 use hwwfc_core::{Op, State};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,29 +59,14 @@ pub struct Dataset {
     pub workloads: Vec<WorkloadData>,
 }
 
-/// The run folders under `dir`: `dir` itself if it holds a
-/// `records.jsonl`, else its subfolders that do, sorted by name.
-pub fn run_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
-    if dir.join("records.jsonl").is_file() {
-        return Ok(vec![dir.to_path_buf()]);
-    }
-    let entries = std::fs::read_dir(dir).with_context(|| format!("{}: cannot read", dir.display()))?;
-    let mut dirs: Vec<PathBuf> =
-        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("records.jsonl").is_file()).collect();
-    dirs.sort();
-    if dirs.is_empty() {
-        bail!("{}: no records.jsonl here or in its subfolders", dir.display());
-    }
-    Ok(dirs)
-}
-
-/// Reads the runs under `dir` (see [`run_dirs`]).
+/// Reads the runs under `dir` (see [`run_folders`]).
 pub fn load(dir: &Path) -> Result<Dataset> {
-    let dirs = run_dirs(dir)?;
+    let folders: Vec<RunFolder> = run_folders(dir)?;
     let mut device: Option<(DeviceInfo, PathBuf)> = None;
     let mut runs: Vec<Vec<Record>> = Vec::new();
-    for d in &dirs {
-        let m = meta::read(&d.join("meta.json"))?;
+    for folder in &folders {
+        let d = &folder.path().to_path_buf();
+        let m = folder.meta()?;
         let Some(first) = m.runs.first() else {
             bail!("{}: no run recorded in meta.json", d.display());
         };
@@ -99,10 +84,11 @@ pub fn load(dir: &Path) -> Result<Dataset> {
             }
         }
         let _ = first;
-        runs.push(record::read_all(&d.join("records.jsonl"))?);
+        runs.push(folder.records()?);
     }
     let Some((device, _)) = device else { bail!("{}: no runs", dir.display()) };
-    Ok(Dataset { device, runs: dirs, workloads: group(&runs) })
+    let runs_read = folders.iter().map(|f| f.path().to_path_buf()).collect();
+    Ok(Dataset { device, runs: runs_read, workloads: group(&runs) })
 }
 
 /// Per configuration index: the state and each run's median time.

@@ -31,10 +31,10 @@ pub fn load(dir: &Path, spec: Option<&str>) -> Result<Loaded> {
     }
     let base = match spec {
         Some(s) => crate::input::spec_file::load(s)?.spec,
-        None => crate::commands::profile::builtin_for_device(&data.device)?,
+        None => crate::input::spec_file::builtin_for_device(&data.device.name)?,
     };
     let spec_name = base.name.to_string();
-    let spec = crate::profile::config::device_limits(&base, &data.device);
+    let spec = crate::gpu::device::device_limits(&base, &data.device);
     Ok(Loaded { data, spec, spec_name })
 }
 

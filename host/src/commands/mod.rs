@@ -1,15 +1,18 @@
-//! One module per subcommand; each exposes `run(&Args) -> Result<()>`.
+//! One module per subcommand; each exposes `run(&Args) -> Result<()>` and
+//! does only argument handling and output: the work is in the library's
+//! other modules.
 //!
-//! - [`schedule`]: schedule a model on a spec (WFC and the exact DP).
-//! - [`profile`]: time the CUDA kernels' configurations on a GPU.
+//! - [`schedule`]: schedule a model on a spec (WFC and the exact DP), and
+//!   with `--measure` run the schedule on the GPU.
+//! - [`profile`]: time the kernel families' configurations on a GPU.
 //! - [`calibrate`]: fit the cost model to the records, with a held-out report.
 //! - [`report`]: judge a cost model against records.
 //! - [`tune`]: measure only the model's top-k configurations.
 //! - [`judge`]: measure several runs' choices side by side, against the
 //!   exhaustive best.
 //!
-//! A new command gets a module here and a variant of
-//! [`crate::cli::Command`].
+//! A new command gets a module here, a variant of
+//! [`crate::cli::Command`] and a line in [`run`].
 
 pub mod calibrate;
 pub mod judge;
@@ -17,3 +20,18 @@ pub mod profile;
 pub mod report;
 pub mod schedule;
 pub mod tune;
+
+use crate::cli::Command;
+use anyhow::Result;
+
+/// Runs one subcommand.
+pub fn run(command: &Command) -> Result<()> {
+    match command {
+        Command::Schedule(args) => schedule::run(args),
+        Command::Profile(args) => profile::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Tune(args) => tune::run(args),
+        Command::Judge(args) => judge::run(args),
+    }
+}

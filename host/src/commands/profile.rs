@@ -1,27 +1,16 @@
-//! `hwwfc profile`: time every (workload, configuration) pair on a GPU.
+//! `hwwfc profile`: time every (workload, configuration) pair on a GPU
+//! (the loop is [`crate::profile`]).
 
 use crate::cli::ProfileArgs;
-use crate::gpu::{DeviceInfo, TimingPolicy};
-use crate::input::spec_file;
-use crate::profile::{runner, workload};
-use anyhow::{anyhow, Result};
-use hwwfc_core::HardwareSpec;
-
-/// The built-in spec whose name appears in the device's name, such as
-/// `h200` for `NVIDIA H200`.
-pub fn builtin_for_device(info: &DeviceInfo) -> Result<HardwareSpec> {
-    let name = info.name.to_lowercase().replace([' ', '-'], "");
-    let found = spec_file::builtin_names().into_iter().find(|b| name.contains(&b.replace('_', "")));
-    match found {
-        Some(b) => Ok(spec_file::load(b)?.spec),
-        None => Err(anyhow!("no built-in spec matches the device `{}`; pass --spec FILE", info.name)),
-    }
-}
+use crate::gpu::TimingPolicy;
+use crate::input::{spec_file, workload_file};
+use crate::profile::{self, Options};
+use anyhow::Result;
 
 /// Runs the command.
 pub fn run(args: &ProfileArgs) -> Result<()> {
     // Everything that can be checked without a GPU is checked first.
-    let workloads = workload::load(&args.workloads)?;
+    let workloads = workload_file::load(&args.workloads)?;
     let spec = match &args.spec {
         Some(s) => Some(spec_file::load(s)?.spec),
         None => None,
@@ -29,28 +18,23 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let label = args.label.clone().unwrap_or_else(|| {
         args.out.file_name().map_or_else(|| "run".to_string(), |n| n.to_string_lossy().into_owned())
     });
-    let opts = runner::Options {
-        gpu: args.gpu,
-        workloads,
-        out: args.out.clone(),
-        spec_for: Box::new(move |info| match &spec {
-            Some(s) => Ok(s.clone()),
-            None => builtin_for_device(info),
-        }),
-        run_label: label,
+    let spec_for = Box::new(move |info: &crate::gpu::DeviceInfo| match &spec {
+        Some(s) => Ok(s.clone()),
+        None => spec_file::builtin_for_device(&info.name),
+    });
+    let opts = Options {
         policy: TimingPolicy {
             warmup: args.warmup,
             min_repeats: args.min_repeats,
             max_repeats: args.max_repeats.max(args.min_repeats),
             target_ms: args.target_ms,
         },
-        commit: env!("HWWFC_COMMIT").to_string(),
         verbose: !args.quiet,
-        select: None,
         cublas: true,
         interleave: args.interleave,
+        ..Options::new(args.gpu, workloads, args.out.clone(), spec_for, label)
     };
-    let s = runner::run(&opts)?;
+    let s = profile::run(&opts)?;
     eprintln!(
         "{}: {} records written ({} failed), {} already there{}, {:.1} s",
         args.out.display(),

@@ -57,8 +57,10 @@ fn measure(
     model: &model_file::LoadedModel,
     outcome: &solve::Outcome,
 ) -> Result<()> {
-    use crate::profile::config::Config;
-    use crate::profile::workload::Workload;
+    use crate::database::{kernel_medians, RunFolder};
+    use crate::family::{self, Config};
+    use crate::input::workload_file::Workload;
+    use crate::profile::{self, Options};
     use hwwfc_core::{Op, Problem};
     if spec.space != hwwfc_core::space::SpaceKind::Cuda {
         anyhow::bail!("--measure runs the CUDA kernels: use a spec of the cuda space (such as h200)");
@@ -82,37 +84,23 @@ fn measure(
     }
     let predicted: f64 =
         (0..outcome.problem.layer_count()).map(|i| outcome.problem.unary(i, solution.states[i]) as f64).sum();
-    let chain = crate::profile::chain::time_chain(args.gpu, &layers, &crate::gpu::TimingPolicy::default())?;
+    let chain = profile::chain::time_chain(args.gpu, &layers, &crate::gpu::TimingPolicy::default())?;
     // Every configuration of every layer's shape, for the per-layer best.
     let out = args.measure_out.clone().unwrap_or_else(|| format!("measure-{}", model.name).into());
-    let opts = crate::profile::runner::Options {
-        gpu: args.gpu,
-        workloads: layers.iter().map(|(w, _)| w.clone()).collect(),
-        out: out.clone(),
-        spec_for: Box::new({
-            let spec = spec.clone();
-            move |_| Ok(spec.clone())
-        }),
-        run_label: format!("measure-{}", model.name),
-        policy: crate::gpu::TimingPolicy::default(),
-        commit: env!("HWWFC_COMMIT").to_string(),
-        verbose: false,
-        select: None,
-        cublas: false,
-        interleave: false,
-    };
-    crate::profile::runner::run(&opts)?;
-    let records = crate::profile::record::read_all(&out.join("records.jsonl"))?;
+    let spec_for = Box::new({
+        let spec = spec.clone();
+        move |_: &crate::gpu::DeviceInfo| Ok(spec.clone())
+    });
+    let workloads: Vec<Workload> = layers.iter().map(|(w, _)| w.clone()).collect();
+    let label = format!("measure-{}", model.name);
+    profile::run(&Options::new(args.gpu, workloads.clone(), out.clone(), spec_for, label))?;
+    let medians = kernel_medians(&RunFolder::new(&out).records()?, &workloads);
     println!("\nmeasured on GPU {} ({}):", args.gpu, out.display());
     println!("{:<14} {:>24} {:>12} {:>12} {:>24}", "layer", "scheduled", "time_us", "best_us", "best config");
     let (mut sum_chosen, mut sum_best) = (0.0, 0.0);
     for (w, c) in &layers {
-        let kind = w.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul);
-        let mine: Vec<_> = records
-            .iter()
-            .filter(|r| r.workload.name() == w.name() && r.status == crate::profile::record::Status::Ok)
-            .filter_map(|r| Some((r.config?, r.timing.as_ref()?.median_us)))
-            .collect();
+        let fam = family::for_kind(w.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul));
+        let mine = medians.get(w.name()).map_or(&[][..], Vec::as_slice);
         let chosen = mine.iter().find(|(rc, _)| rc.index == c.index).map(|x| x.1);
         let best = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1));
         sum_chosen += chosen.unwrap_or(f64::NAN);
@@ -120,10 +108,10 @@ fn measure(
         println!(
             "{:<14} {:>24} {:>12.2} {:>12.2} {:>24}",
             w.name(),
-            c.label(kind),
+            fam.label(c),
             chosen.unwrap_or(f64::NAN),
             best.map_or(f64::NAN, |b| b.1),
-            best.map_or("-".into(), |b| b.0.label(kind))
+            best.map_or("-".into(), |b| fam.label(&b.0))
         );
     }
     println!(

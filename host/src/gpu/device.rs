@@ -155,6 +155,22 @@ impl DeviceInfo {
     }
 }
 
+/// `spec` with its limits replaced by what the device reports, so that the
+/// constraints check against the real hardware.
+pub fn device_limits(spec: &hwwfc_core::HardwareSpec, info: &DeviceInfo) -> hwwfc_core::HardwareSpec {
+    let mut s = spec.clone();
+    s.space = hwwfc_core::space::SpaceKind::Cuda;
+    s.sram_per_block_bytes = info.smem_per_block_optin;
+    s.sram_per_sm_bytes = info.smem_per_sm;
+    s.sm_count = info.sm_count;
+    s.l2_bytes = info.l2_bytes;
+    s.max_threads_per_block = info.max_threads_per_block;
+    s.max_threads_per_sm = info.max_threads_per_sm;
+    s.max_blocks_per_sm = info.max_blocks_per_sm;
+    s.registers_per_sm = info.registers_per_sm;
+    s
+}
+
 /// Clocks, temperature and driver version as `nvidia-smi` reports them, if
 /// it is installed (the driver API has no call for the current SM clock).
 pub fn nvidia_smi(ordinal: usize) -> Option<serde_json::Value> {

@@ -1,21 +1,31 @@
 //! The CUDA sources of `kernels/`, embedded in the binary, and their
-//! compilation by NVRTC with a configuration's parameters as `-D` macros.
+//! compilation by NVRTC with a configuration's parameters as `-D` macros,
+//! many programs at once on every core.
 
 use cudarc::nvrtc::Ptx;
 
 const COMMON: &str = include_str!("../../../kernels/common.cuh");
 
-/// One of the kernel sources.
+/// One CUDA file of `kernels/`, built into the binary. A kernel family
+/// (or the profiler's own support kernels) declares its file with
+/// [`kernel_source!`](crate::kernel_source).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KernelSource {
-    /// `kernels/matmul.cu`, entry `matmul`.
-    MatMul,
-    /// `kernels/softmax.cu`, entry `softmax`.
-    Softmax,
-    /// `kernels/transpose.cu`, entry `transpose`.
-    Transpose,
-    /// `kernels/support.cu`: initialization, references, checks.
-    Support,
+pub struct KernelSource {
+    /// File name in `kernels/`, such as `matmul.cu`.
+    pub file: &'static str,
+    /// The file's text as built into the binary.
+    pub embedded: &'static str,
+}
+
+/// A [`KernelSource`] of the file `kernels/$file`, embedded at build time.
+#[macro_export]
+macro_rules! kernel_source {
+    ($file:literal) => {
+        $crate::gpu::KernelSource {
+            file: $file,
+            embedded: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../kernels/", $file)),
+        }
+    };
 }
 
 impl KernelSource {
@@ -27,28 +37,12 @@ impl KernelSource {
         if let Some(dir) = std::env::var_os("HWWFC_KERNEL_DIR") {
             let dir = std::path::Path::new(&dir);
             if let (Ok(raw), Ok(common)) =
-                (std::fs::read_to_string(dir.join(self.file())), std::fs::read_to_string(dir.join("common.cuh")))
+                (std::fs::read_to_string(dir.join(self.file)), std::fs::read_to_string(dir.join("common.cuh")))
             {
                 return raw.replace("#include \"common.cuh\"", &common);
             }
         }
-        let raw = match self {
-            KernelSource::MatMul => include_str!("../../../kernels/matmul.cu"),
-            KernelSource::Softmax => include_str!("../../../kernels/softmax.cu"),
-            KernelSource::Transpose => include_str!("../../../kernels/transpose.cu"),
-            KernelSource::Support => include_str!("../../../kernels/support.cu"),
-        };
-        raw.replace("#include \"common.cuh\"", COMMON)
-    }
-
-    /// File name, for messages.
-    pub fn file(self) -> &'static str {
-        match self {
-            KernelSource::MatMul => "matmul.cu",
-            KernelSource::Softmax => "softmax.cu",
-            KernelSource::Transpose => "transpose.cu",
-            KernelSource::Support => "support.cu",
-        }
+        self.embedded.replace("#include \"common.cuh\"", COMMON)
     }
 }
 
@@ -68,7 +62,7 @@ impl Program {
         use cudarc::nvrtc::{result, sys};
         use std::ffi::CString;
         let src = CString::new(self.source.text()).map_err(|e| e.to_string())?;
-        let name = CString::new(self.source.file()).map_err(|e| e.to_string())?;
+        let name = CString::new(self.source.file).map_err(|e| e.to_string())?;
         let mut options: Vec<String> = self.defines.iter().map(|(k, v)| format!("-D{k}={v}")).collect();
         options.push(format!("--gpu-architecture={arch}"));
         options.push("-std=c++17".into());
@@ -98,4 +92,18 @@ impl Program {
         let _ = unsafe { result::destroy_program(prog) };
         out
     }
+}
+
+/// Compiles `programs` for `arch` on every core (NVRTC is thread-safe);
+/// returns each program with its machine code or NVRTC's log, in order.
+pub fn compile_all(programs: &[Program], arch: &str) -> Vec<(Program, Result<Ptx, String>)> {
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get()).min(32);
+    let chunk = programs.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = programs
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|p| (p.clone(), p.compile(arch))).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
 }

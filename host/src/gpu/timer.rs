@@ -8,6 +8,10 @@ use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
 
 use super::Gpu;
 
+/// Bytes written between timed runs to evict the L2 (the flush buffer
+/// [`flush_l2`] writes).
+pub const FLUSH_BYTES: usize = 256 << 20;
+
 /// How many runs to make of one configuration.
 #[derive(Clone, Copy, Debug)]
 pub struct TimingPolicy {
@@ -47,15 +51,7 @@ impl Timing {
     pub fn from_samples(mut samples: Vec<f64>) -> Timing {
         samples.sort_by(|a, b| a.total_cmp(b));
         let n = samples.len();
-        let q = |p: f64| -> f64 {
-            if n == 0 {
-                return f64::NAN;
-            }
-            let x = p * (n - 1) as f64;
-            let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
-            let w = x - lo as f64;
-            samples[lo] * (1.0 - w) + samples[hi] * w
-        };
+        let q = |p: f64| crate::stats::quantile_of_sorted(&samples, p).unwrap_or(f64::NAN);
         let median = q(0.5);
         Timing {
             median_us: median,
@@ -64,6 +60,57 @@ impl Timing {
             spread: (q(0.75) - q(0.25)) / median,
             repeats: n as u32,
         }
+    }
+}
+
+/// A GPU's stopwatch: its flush buffer and the policy of every timing.
+pub struct Timer<'g> {
+    gpu: &'g Gpu,
+    flush: CudaSlice<u32>,
+    /// Warm-up and repeats of [`Timer::time`] and [`Timer::time_side_by_side`].
+    pub policy: TimingPolicy,
+}
+
+impl<'g> Timer<'g> {
+    /// A timer on `gpu`, with its flush buffer ([`FLUSH_BYTES`]) allocated.
+    pub fn new(gpu: &'g Gpu, policy: TimingPolicy) -> Result<Timer<'g>, DriverError> {
+        Ok(Timer { gpu, flush: gpu.stream.alloc_zeros(FLUSH_BYTES / 4)?, policy })
+    }
+
+    /// One launch (after a flush), in microseconds: what picks the number
+    /// of repeats of the timings that follow.
+    pub fn once(&mut self, launch: impl FnMut(usize) -> Result<(), DriverError>) -> Result<f64, DriverError> {
+        let policy = TimingPolicy { warmup: 0, min_repeats: 1, max_repeats: 1, target_ms: 0.0 };
+        Ok(time(self.gpu, &mut self.flush, &policy, 1.0, launch)?.median_us)
+    }
+
+    /// Times `launch` under the policy ([`time`]).
+    pub fn time(
+        &mut self,
+        first_us: f64,
+        launch: impl FnMut(usize) -> Result<(), DriverError>,
+    ) -> Result<Timing, DriverError> {
+        time(self.gpu, &mut self.flush, &self.policy, first_us, launch)
+    }
+
+    /// Times `launch` under another `policy` than the timer's.
+    pub fn time_under(
+        &mut self,
+        policy: &TimingPolicy,
+        first_us: f64,
+        launch: impl FnMut(usize) -> Result<(), DriverError>,
+    ) -> Result<Timing, DriverError> {
+        time(self.gpu, &mut self.flush, policy, first_us, launch)
+    }
+
+    /// Times several launches side by side under the policy
+    /// ([`time_interleaved`]).
+    pub fn time_side_by_side(
+        &mut self,
+        first_us: &[f64],
+        launch: impl FnMut(usize, usize) -> Result<(), DriverError>,
+    ) -> Result<Vec<Timing>, DriverError> {
+        time_interleaved(self.gpu, &mut self.flush, &self.policy, first_us, launch)
     }
 }
 

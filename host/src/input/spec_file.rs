@@ -115,6 +115,17 @@ pub fn from_json(value: serde_json::Value, origin: Origin) -> Result<LoadedSpec>
     Ok(LoadedSpec { spec, source, notes, origin })
 }
 
+/// The built-in spec whose name appears in a device's name, such as `h200`
+/// for `NVIDIA H200`.
+pub fn builtin_for_device(device: &str) -> Result<HardwareSpec> {
+    let name = device.to_lowercase().replace([' ', '-'], "");
+    let found = builtin_names().into_iter().find(|b| name.contains(&b.replace('_', "")));
+    match found {
+        Some(b) => Ok(load(b)?.spec),
+        None => Err(anyhow::anyhow!("no built-in spec matches the device `{device}`; pass --spec FILE")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

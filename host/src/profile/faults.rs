@@ -11,8 +11,8 @@
 //! workload whose buffers do not fit is refused before anything is
 //! allocated or launched, with the sizes named.
 
-use super::record::{Record, Status};
-use super::runner::FLUSH_BYTES;
+use crate::database::record::{Record, Status};
+use crate::gpu::FLUSH_BYTES;
 use cudarc::driver::sys::CUresult;
 
 /// What a fatal failure's reason starts with.
@@ -110,11 +110,11 @@ pub fn memory_verdict(workload: &str, need: u64, free: u64) -> Result<(), String
 
 #[cfg(test)]
 mod tests {
-    use super::super::config::Config;
-    use super::super::record::{read_all, RecordLog, Source};
-    use super::super::workload::Workload;
     use super::*;
+    use crate::database::record::{read_all, RecordLog, Source};
+    use crate::family::Config;
     use crate::gpu::Timing;
+    use crate::input::workload_file::Workload;
     use hwwfc_core::space::{self, SpaceKind};
     use hwwfc_core::OpKind;
 

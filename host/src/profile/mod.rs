@@ -2,20 +2,32 @@
 //! GPU, each checked for correctness before it is timed, written as soon as
 //! it is measured.
 //!
-//! - [`workload`]: the workloads file (which shapes to measure);
-//! - [`config`]: the configurations, taken from the core's candidate space
-//!   and constraints, so that what the core can pick is what is measured;
-//! - [`record`]: the records file (JSON lines), its reading, resuming and
-//!   repair of a truncated last line;
-//! - [`runner`]: the measuring loop on the GPU;
+//! - [`options`]: what a run is asked ([`Options`]) and what it did
+//!   ([`Summary`]);
+//! - [`plan`]: the records still to make, given what the run folder holds;
+//! - [`compiled`]: the run's kernels, compiled in parallel before measuring;
+//! - [`runner`]: the loop over workloads, with its progress bar and log;
+//! - [`context`]: the state of a run in progress and the steps every
+//!   workload shares;
+//! - [`measure`]: one workload of a kernel family: check, time, baseline;
+//! - [`anchors`]: the transpose and the copy, measured for scale;
 //! - [`faults`]: what a failure on the GPU path becomes (a failed record
 //!   and the run going on, or the end of the run), and the memory check
-//!   before a workload's buffers are allocated.
+//!   before a workload's buffers are allocated;
+//! - [`chain`]: a whole schedule run back to back (`schedule --measure`).
+//!
+//! The records and metadata go to a [`crate::database::RunFolder`]; the
+//! kernels are reached through [`crate::family`].
 
+pub mod anchors;
 pub mod chain;
-pub mod config;
+pub mod compiled;
+pub mod context;
 pub mod faults;
-pub mod meta;
-pub mod record;
+pub mod measure;
+pub mod options;
+pub mod plan;
 pub mod runner;
-pub mod workload;
+
+pub use options::{Options, Select, SpecFor, Summary};
+pub use runner::run;

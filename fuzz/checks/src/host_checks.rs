@@ -1,24 +1,10 @@
 //! The check of the host's input parsing: spec files, model files,
-//! coefficient files and workloads files, all from the same bytes.
-//!
-//! The host is a binary crate, so its parsing modules are included here by
-//! path, unchanged: the fuzz target and `host/tests/fuzz_regressions.rs`
-//! run the very code `hwwfc` runs (and that test runs the modules' own unit
-//! tests a second time, which costs a few milliseconds).
+//! coefficient files and workloads files, all from the same bytes, through
+//! the host library's own parsers (`hwwfc::input`).
 
+use hwwfc::input::workload_file as workload;
+use hwwfc::input::{coefficients_file, json, model_file, spec_file};
 use std::path::{Path, PathBuf};
-
-/// The host's input modules (`host/src/input/`).
-#[allow(dead_code, unused_imports)]
-#[path = "../../host/src/input/mod.rs"]
-pub mod input;
-
-/// The host's workloads file (`host/src/profile/workload.rs`).
-#[allow(dead_code)]
-#[path = "../../host/src/profile/workload.rs"]
-pub mod workload;
-
-use input::{coefficients_file, json, model_file, spec_file};
 
 /// Parses `data` as each kind of input file: none may panic; every error
 /// names the file it is about (the message starts with its name); what is

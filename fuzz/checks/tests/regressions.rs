@@ -1,17 +1,16 @@
 //! The fuzz targets' regression inputs, replayed on stable Rust: every file
 //! of `fuzz/corpus/TARGET/` (what the fuzzer kept) and of
 //! `fuzz/artifacts/TARGET/` (inputs that once failed, kept after the fix)
-//! goes through the same check as the target (`fuzz/src/core_checks.rs`).
-//! This test profile checks overflow, as the fuzz builds do.
+//! goes through the same check as the target (`src/core_checks.rs`,
+//! `src/host_checks.rs`). This test profile checks overflow, as the fuzz
+//! builds do.
 
-#[allow(dead_code)]
-#[path = "../../fuzz/src/core_checks.rs"]
-mod checks;
+use hwwfc_fuzz_checks::{core_checks as checks, host_checks};
 
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// The files of `dir`, sorted (none if it does not exist).
@@ -54,4 +53,9 @@ fn solvers() {
 #[test]
 fn schedule_pipeline() {
     replay("schedule_pipeline", checks::schedule_pipeline);
+}
+
+#[test]
+fn host_inputs() {
+    replay("host_inputs", host_checks::host_inputs);
 }

@@ -1,9 +1,9 @@
-//! The configurations to measure: the core's candidate states for the
-//! CUDA space that pass the core's constraints on this device.
+//! A kernel configuration: one of the core's candidate states of the CUDA
+//! space, by its index in the core's table, and the configurations of an
+//! operator that pass the core's constraints on a device.
 
-use crate::gpu::{DeviceInfo, KernelSource, Program};
 use hwwfc_core::space::{self, SpaceKind};
-use hwwfc_core::{constraint, HardwareSpec, Op, OpKind, State, StateIndex};
+use hwwfc_core::{constraint, HardwareSpec, Op, State, StateIndex};
 use serde::{Deserialize, Serialize};
 
 /// One configuration of a kernel: its index in the core's table and the
@@ -45,46 +45,6 @@ impl Config {
         32 * self.warps_m as u32 * self.warps_n as u32
     }
 
-    /// A short label, such as `128x128x32 w2x2 s3` or `c1024 t256`.
-    pub fn label(&self, kind: OpKind) -> String {
-        match kind {
-            OpKind::MatMul => format!(
-                "{}x{}x{} w{}x{} s{}",
-                self.tile_m, self.tile_n, self.tile_k, self.warps_m, self.warps_n, self.stages
-            ),
-            OpKind::Softmax => format!("c{} t{}", self.tile_n, self.threads()),
-        }
-    }
-
-    /// The kernel source and its `-D` parameters.
-    pub fn program(&self, kind: OpKind) -> Program {
-        match kind {
-            OpKind::MatMul => Program {
-                source: KernelSource::MatMul,
-                defines: vec![
-                    ("BM".into(), self.tile_m as u32),
-                    ("BN".into(), self.tile_n as u32),
-                    ("BK".into(), self.tile_k as u32),
-                    ("WM".into(), self.warps_m as u32),
-                    ("WN".into(), self.warps_n as u32),
-                    ("STAGES".into(), self.stages as u32),
-                ],
-            },
-            OpKind::Softmax => Program {
-                source: KernelSource::Softmax,
-                defines: vec![("COLS".into(), self.tile_n as u32), ("THREADS".into(), self.threads())],
-            },
-        }
-    }
-
-    /// Dynamic shared memory of one block, bytes (the core's own count).
-    pub fn dynamic_smem(&self, op: &Op) -> u32 {
-        match op.kind() {
-            OpKind::MatMul => hwwfc_core::resource::usage(op, &self.state()).sram_bytes,
-            OpKind::Softmax => 0,
-        }
-    }
-
     /// The core state this configuration stands for.
     pub fn state(&self) -> State {
         State {
@@ -96,22 +56,6 @@ impl Config {
             layout: hwwfc_core::Layout::RowMajor,
         }
     }
-}
-
-/// `spec` with its limits replaced by what the device reports, so that the
-/// constraints check against the real hardware.
-pub fn device_limits(spec: &HardwareSpec, info: &DeviceInfo) -> HardwareSpec {
-    let mut s = spec.clone();
-    s.space = SpaceKind::Cuda;
-    s.sram_per_block_bytes = info.smem_per_block_optin;
-    s.sram_per_sm_bytes = info.smem_per_sm;
-    s.sm_count = info.sm_count;
-    s.l2_bytes = info.l2_bytes;
-    s.max_threads_per_block = info.max_threads_per_block;
-    s.max_threads_per_sm = info.max_threads_per_sm;
-    s.max_blocks_per_sm = info.max_blocks_per_sm;
-    s.registers_per_sm = info.registers_per_sm;
-    s
 }
 
 /// The configurations of `op` that the core allows on `spec`, in the
@@ -149,7 +93,7 @@ mod tests {
         assert!(sm.len() >= 20, "{}", sm.len());
         for c in &mm {
             let op = Op::MatMul { m: 64, n: 64, k: 64, batch: 1, dtype: DType::F16 };
-            assert!(c.dynamic_smem(&op) <= 232448);
+            assert!(super::super::matmul::dynamic_smem(&op, c) <= 232448);
             assert!(c.threads() <= 1024);
             assert_eq!(c.tile_m % (16 * c.warps_m as u16), 0);
         }
@@ -163,6 +107,6 @@ mod tests {
         small.sram_per_block_bytes = 48 * 1024;
         let fewer = configs(&small, &op);
         assert!(fewer.len() < all);
-        assert!(fewer.iter().all(|c| c.dynamic_smem(&op) <= 48 * 1024));
+        assert!(fewer.iter().all(|c| super::super::matmul::dynamic_smem(&op, c) <= 48 * 1024));
     }
 }

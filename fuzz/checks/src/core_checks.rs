@@ -8,9 +8,8 @@
 //! decode to itself.
 //!
 //! Shared by the fuzz targets (`fuzz/fuzz_targets/`) and by
-//! `core/tests/fuzz_regressions.rs`, which replays the committed corpus and
-//! crash inputs on stable Rust. Only `hwwfc-core`'s own dependencies are
-//! used, so the file compiles in both places.
+//! `fuzz/checks/tests/regressions.rs`, which replays the committed corpus
+//! and crash inputs on stable Rust.
 
 use hwwfc_core::built::BuildError;
 use hwwfc_core::cost::{Coefficients, COEFFICIENTS_VERSION, COEFFICIENT_COUNT};

@@ -2,11 +2,8 @@
 //! device, driver, CUDA and NVRTC versions, clocks, the commit, the timing
 //! policy, and when it started and finished.
 
-use super::runner::{Options, Summary};
-use crate::gpu::device::nvidia_smi;
-use crate::gpu::{DeviceInfo, Gpu};
+use crate::gpu::DeviceInfo;
 use anyhow::{Context, Result};
-use hwwfc_core::HardwareSpec;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -62,40 +59,25 @@ fn write(path: &Path, meta: &MetaFile) -> Result<()> {
     crate::atomic_write::write(path, serde_json::to_string_pretty(meta)?.as_bytes())
 }
 
-/// Appends an entry for a starting run; returns its index.
-pub fn begin(path: &Path, opts: &Options, gpu: &Gpu, spec: &HardwareSpec) -> Result<usize> {
+/// The current UTC time, RFC 3339, to the second.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Appends the entry of a starting run; returns its index.
+pub fn begin(path: &Path, run: RunMeta) -> Result<usize> {
     let mut meta = read(path)?;
-    meta.runs.push(RunMeta {
-        run: opts.run_label.clone(),
-        started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        finished_at: None,
-        device: gpu.info.clone(),
-        nvidia_smi_start: nvidia_smi(opts.gpu),
-        nvidia_smi_end: None,
-        commit: opts.commit.clone(),
-        hwwfc_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: spec.name.to_string(),
-        timing_policy: serde_json::json!({
-            "warmup": opts.policy.warmup,
-            "min_repeats": opts.policy.min_repeats,
-            "max_repeats": opts.policy.max_repeats,
-            "target_ms": opts.policy.target_ms,
-            "statistic": "median of CUDA-event times; L2 flushed before every run; input sets rotated",
-            "interleaved": opts.interleave,
-        }),
-        flush_bytes: super::runner::FLUSH_BYTES,
-        seed: super::runner::SEED,
-        summary: None,
-    });
+    meta.runs.push(run);
     write(path, &meta)?;
     Ok(meta.runs.len() - 1)
 }
 
-/// Completes the entry `index`.
-pub fn finish(path: &Path, index: usize, summary: &Summary, smi: Option<serde_json::Value>) -> Result<()> {
+/// Completes the entry `index` with what the run did and the readings at
+/// its end.
+pub fn finish(path: &Path, index: usize, summary: &impl Serialize, smi: Option<serde_json::Value>) -> Result<()> {
     let mut meta = read(path)?;
     if let Some(run) = meta.runs.get_mut(index) {
-        run.finished_at = Some(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string());
+        run.finished_at = Some(now());
         run.nvidia_smi_end = smi;
         run.summary = Some(serde_json::to_value(summary)?);
     }

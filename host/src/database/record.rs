@@ -10,11 +10,12 @@
 //! configuration that is not the core's state at its index, a success
 //! without a positive time), is an error naming the file and the line.
 //! Reading a finished file ([`read_all`]) refuses a truncated last line
-//! with its file and line, rather than dropping it.
+//! with its file and line, rather than dropping it. The folder a records
+//! file lives in, with its metadata, is a [`super::RunFolder`].
 
-use super::config::Config;
-use super::workload::Workload;
+use crate::family::Config;
 use crate::gpu::Timing;
+use crate::input::workload_file::Workload;
 use anyhow::{bail, Context, Result};
 use hwwfc_core::space::{self, SpaceKind};
 use serde::{Deserialize, Serialize};
@@ -198,25 +199,18 @@ pub fn read_all(path: &Path) -> Result<Vec<Record>> {
     parse_lines(path, &bytes)
 }
 
-/// Checks an output folder before a run that would resume it, changing
-/// nothing: `out` is a folder (or does not exist yet), its `records.jsonl`
-/// holds only valid records (a truncated last line aside, which the run
-/// measures again) and its `meta.json` reads. Returns the records found.
-pub fn check_output(out: &Path) -> Result<usize> {
-    if out.exists() && !out.is_dir() {
-        bail!("{}: not a folder (the output folder holds records.jsonl and meta.json)", out.display());
-    }
-    let path = out.join("records.jsonl");
-    let records = match std::fs::read(&path) {
+/// Counts the valid records of the complete lines of the file at `path`,
+/// changing nothing (a truncated last line aside, which a resumed run
+/// measures again); a missing file has none.
+pub fn count_resumable(path: &Path) -> Result<usize> {
+    match std::fs::read(path) {
         Ok(bytes) => {
             let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            parse_lines(&path, bytes.get(..complete).unwrap_or_default())?.len()
+            Ok(parse_lines(path, bytes.get(..complete).unwrap_or_default())?.len())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(e).with_context(|| format!("{}: cannot read", path.display())),
-    };
-    super::meta::read(&out.join("meta.json"))?;
-    Ok(records)
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(e).with_context(|| format!("{}: cannot read", path.display())),
+    }
 }
 
 /// A records file open for appending, with the keys already in it.
@@ -416,21 +410,24 @@ mod tests {
     fn an_output_folder_is_checked_without_being_changed() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run");
-        assert_eq!(check_output(&out).unwrap(), 0, "a folder yet to be made is fine");
+        assert_eq!(super::super::RunFolder::new(&out).check().unwrap(), 0, "a folder yet to be made is fine");
         std::fs::write(&out, "x").unwrap();
-        let e = check_output(&out).unwrap_err().to_string();
+        let e = super::super::RunFolder::new(&out).check().unwrap_err().to_string();
         assert!(e.ends_with("run: not a folder (the output folder holds records.jsonl and meta.json)"), "{e}");
         std::fs::remove_file(&out).unwrap();
         std::fs::create_dir(&out).unwrap();
         let good = serde_json::to_string(&rec("a", 1)).unwrap();
         let text = format!("{good}\n{good}\n{{\"trunc");
         std::fs::write(out.join("records.jsonl"), &text).unwrap();
-        assert_eq!(check_output(&out).unwrap(), 2);
+        assert_eq!(super::super::RunFolder::new(&out).check().unwrap(), 2);
         assert_eq!(std::fs::read_to_string(out.join("records.jsonl")).unwrap(), text, "nothing cut off yet");
         std::fs::write(out.join("records.jsonl"), format!("{good}\n[]\n")).unwrap();
-        assert!(format!("{:#}", check_output(&out).unwrap_err()).contains("records.jsonl:2: malformed record"));
+        assert!(format!("{:#}", super::super::RunFolder::new(&out).check().unwrap_err())
+            .contains("records.jsonl:2: malformed record"));
         std::fs::write(out.join("records.jsonl"), "").unwrap();
         std::fs::write(out.join("meta.json"), "{\"runs\": 3}").unwrap();
-        assert!(format!("{:#}", check_output(&out).unwrap_err()).contains("meta.json: malformed"));
+        assert!(
+            format!("{:#}", super::super::RunFolder::new(&out).check().unwrap_err()).contains("meta.json: malformed")
+        );
     }
 }

@@ -1,0 +1,197 @@
+//! The tiled tensor-core matmul (`kernels/matmul.cu`): `mma.sync` on fp16
+//! with fp32 accumulation; a block computes a `BM x BN` tile of `C` from a
+//! pipeline of `STAGES` shared-memory stages of `BK`-deep slices, its
+//! `WM x WN` warps each owning a part of the tile. The grid is
+//! one-dimensional over the tiles, in grouped order, with the batch along
+//! y. Checked against cuBLAS, itself checked against fp64 on the CPU, and
+//! timed beside cuBLAS.
+
+use super::{Config, Inputs, KernelFamily, Tools, Workspace};
+use crate::gpu::launch;
+use crate::gpu::KernelSource;
+use anyhow::{bail, Result};
+use cudarc::driver::sys::CUresult;
+use cudarc::driver::{CudaFunction, CudaSlice, DriverError, LaunchConfig};
+use hwwfc_core::{Op, OpKind};
+
+/// Largest relative error against cuBLAS that passes.
+pub const TOLERANCE: f64 = 1e-2;
+
+/// The `mma.sync` matmul family.
+pub struct MmaSync;
+
+/// `[m, n, k, batch]` of a matmul (zeros for another operator).
+fn dims(op: &Op) -> [u32; 4] {
+    match *op {
+        Op::MatMul { m, n, k, batch, .. } => [m, n, k, batch],
+        _ => [0; 4],
+    }
+}
+
+/// Element counts of A, B and C, over the batch.
+fn lens(op: &Op) -> [usize; 3] {
+    let [m, n, k, b] = dims(op).map(|d| d as usize);
+    [b * m * k, b * k * n, b * m * n]
+}
+
+/// Dynamic shared memory of one block of `c`, bytes (the core's own count).
+pub fn dynamic_smem(op: &Op, c: &Config) -> u32 {
+    hwwfc_core::resource::usage(op, &c.state()).sram_bytes
+}
+
+impl KernelFamily for MmaSync {
+    fn name(&self) -> &'static str {
+        "matmul"
+    }
+
+    fn op_kind(&self) -> OpKind {
+        OpKind::MatMul
+    }
+
+    fn source(&self) -> KernelSource {
+        crate::kernel_source!("matmul.cu")
+    }
+
+    fn entry(&self) -> &'static str {
+        "matmul"
+    }
+
+    fn defines(&self, c: &Config) -> Vec<(String, u32)> {
+        vec![
+            ("BM".into(), c.tile_m as u32),
+            ("BN".into(), c.tile_n as u32),
+            ("BK".into(), c.tile_k as u32),
+            ("WM".into(), c.warps_m as u32),
+            ("WN".into(), c.warps_n as u32),
+            ("STAGES".into(), c.stages as u32),
+        ]
+    }
+
+    fn label(&self, c: &Config) -> String {
+        format!("{}x{}x{} w{}x{} s{}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages)
+    }
+
+    fn launch(&self, op: &Op, c: &Config) -> LaunchConfig {
+        let [m, n, _, batch] = dims(op);
+        LaunchConfig {
+            grid_dim: (n.div_ceil(c.tile_n as u32) * m.div_ceil(c.tile_m as u32), batch, 1),
+            block_dim: (c.threads(), 1, 1),
+            shared_mem_bytes: dynamic_smem(op, c),
+        }
+    }
+
+    fn input_set_bytes(&self, op: &Op) -> usize {
+        let [a, b, _] = lens(op);
+        2 * (a + b)
+    }
+
+    fn output_bytes(&self, op: &Op) -> usize {
+        // The output and the reference, fp16.
+        4 * lens(op)[2]
+    }
+
+    fn workspace<'a>(&self, tools: Tools<'a>, op: &Op, inputs: Inputs) -> Result<Box<dyn Workspace + 'a>> {
+        let stream = &tools.gpu.stream;
+        let [a_len, b_len, c_len] = lens(op);
+        let mut sets = Vec::new();
+        for s in 0..inputs.sets {
+            let mut a: CudaSlice<u16> = stream.alloc_zeros(a_len)?;
+            let mut b: CudaSlice<u16> = stream.alloc_zeros(b_len)?;
+            tools.support.fill_f16(&mut a, inputs.seed.wrapping_add(2 * s as u32), 1.0)?;
+            tools.support.fill_f16(&mut b, inputs.seed.wrapping_add(2 * s as u32 + 1), 1.0)?;
+            sets.push((a, b));
+        }
+        let mut ws =
+            MatmulWorkspace { tools, dims: dims(op), sets, out: stream.alloc_zeros::<u16>(c_len)?, reference: None };
+        if inputs.reference {
+            // cuBLAS on the first set, itself checked on a sample against
+            // fp64 on the CPU.
+            let mut reference = stream.alloc_zeros::<u16>(c_len)?;
+            let (a, b) = ws.sets.first().ok_or_else(|| anyhow::anyhow!("no input set"))?;
+            tools.blas.gemm_f16(ws.dims, a, b, &mut reference)?;
+            stream.synchronize()?;
+            verify_reference(&tools, ws.dims.map(|d| d as usize), a, b, &reference)?;
+            ws.reference = Some(reference);
+        }
+        Ok(Box::new(ws))
+    }
+
+    fn has_baseline(&self) -> bool {
+        true
+    }
+}
+
+struct MatmulWorkspace<'a> {
+    tools: Tools<'a>,
+    dims: [u32; 4],
+    sets: Vec<(CudaSlice<u16>, CudaSlice<u16>)>,
+    out: CudaSlice<u16>,
+    reference: Option<CudaSlice<u16>>,
+}
+
+impl Workspace for MatmulWorkspace<'_> {
+    fn poison(&mut self) -> Result<(), DriverError> {
+        self.tools.support.poison_f16(&mut self.out)
+    }
+
+    fn launch(&mut self, f: &CudaFunction, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
+        let (a, b) = &self.sets[set % self.sets.len()];
+        let [m, n, k, _] = self.dims;
+        launch::gemm_f16(&self.tools.gpu.stream, f, cfg, a, b, &mut self.out, [m, n, k])
+    }
+
+    fn check(&self) -> Result<Result<f64, String>, DriverError> {
+        let Some(reference) = &self.reference else { return Ok(Err("no reference to check against".into())) };
+        Ok(self.tools.support.relative_error_f16(&self.out, reference)?.and_then(|rel| {
+            if rel < TOLERANCE {
+                Ok(rel)
+            } else {
+                Err(format!("relative error {rel:.3e} >= {TOLERANCE:e}"))
+            }
+        }))
+    }
+
+    fn run_baseline(&mut self, set: usize) -> Option<Result<(), DriverError>> {
+        let (a, b) = &self.sets[set % self.sets.len()];
+        Some(
+            self.tools
+                .blas
+                .gemm_f16(self.dims, a, b, &mut self.out)
+                .map_err(|_| DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED)),
+        )
+    }
+}
+
+/// Checks the cuBLAS reference on 64 sampled outputs against fp64 dot
+/// products on the CPU.
+fn verify_reference(
+    tools: &Tools,
+    [m, n, k, batch]: [usize; 4],
+    a: &CudaSlice<u16>,
+    b: &CudaSlice<u16>,
+    c: &CudaSlice<u16>,
+) -> Result<()> {
+    let stream = &tools.gpu.stream;
+    let ha = stream.clone_dtoh(a)?;
+    let hb = stream.clone_dtoh(b)?;
+    let hc = stream.clone_dtoh(c)?;
+    let f = |v: u16| half::f16::from_bits(v).to_f64();
+    let (mut err, mut refsq) = (0.0f64, 0.0f64);
+    let mut state = 0x2545F4914F6CDD1Du64;
+    for _ in 0..64 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let (z, i, j) =
+            ((state % batch as u64) as usize, ((state >> 20) % m as u64) as usize, ((state >> 40) % n as u64) as usize);
+        let exact: f64 = (0..k).map(|p| f(ha[z * m * k + i * k + p]) * f(hb[z * k * n + p * n + j])).sum();
+        let got = f(hc[z * m * n + i * n + j]);
+        err += (got - exact).powi(2);
+        refsq += exact * exact;
+    }
+    let rel = (err / refsq.max(f64::MIN_POSITIVE)).sqrt();
+    if rel.is_nan() || rel >= TOLERANCE {
+        bail!("the cuBLAS reference disagrees with fp64 on the CPU (relative error {rel:.3e}); not measuring");
+    }
+    Ok(())
+}

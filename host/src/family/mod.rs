@@ -1,0 +1,123 @@
+//! Kernel families: a family is one CUDA file of `kernels/` and one module
+//! here that implements [`KernelFamily`]: its source and compile options,
+//! its configurations (the core's candidate states, so that what the core
+//! can pick is what is measured), its launch geometry, the workspace it
+//! runs in (random inputs, the output, a reference) and the check of its
+//! output. The profiler, tuning and `schedule --measure` reach kernels only
+//! through this interface, so adding a family is a module here, its CUDA
+//! file, and its line in [`for_kind`].
+//!
+//! - [`config`]: a configuration (a core state by its table index);
+//! - [`matmul`]: the tiled tensor-core matmul (`mma.sync`), checked against
+//!   cuBLAS and timed beside it;
+//! - [`softmax`]: the row softmax, checked against an fp64 reference.
+
+pub mod config;
+pub mod matmul;
+pub mod softmax;
+
+pub use config::{configs, Config};
+
+use crate::gpu::blas::Blas;
+use crate::gpu::support::Support;
+use crate::gpu::{Gpu, KernelSource, Program};
+use anyhow::Result;
+use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
+use hwwfc_core::{HardwareSpec, Op, OpKind};
+
+/// What a workspace is built with: the device, its support kernels and
+/// cuBLAS.
+#[derive(Clone, Copy)]
+pub struct Tools<'a> {
+    /// The device and its stream.
+    pub gpu: &'a Gpu,
+    /// Random inputs, poisoning, references, comparisons.
+    pub support: &'a Support,
+    /// The vendor's matmul.
+    pub blas: &'a Blas,
+}
+
+/// The inputs a workspace is made with.
+#[derive(Clone, Copy, Debug)]
+pub struct Inputs {
+    /// Sets of random inputs, rotated from one run to the next so that no
+    /// run finds the previous one's inputs in the L2.
+    pub sets: usize,
+    /// Base seed of the random values (each buffer adds its own offset).
+    pub seed: u32,
+    /// Whether to compute the reference output (on the first set), which
+    /// [`Workspace::check`] compares with.
+    pub reference: bool,
+}
+
+/// A family of kernels: one CUDA source whose compile-time parameters are a
+/// configuration.
+pub trait KernelFamily: Sync {
+    /// Name for messages, such as `matmul`.
+    fn name(&self) -> &'static str;
+    /// The operator it computes.
+    fn op_kind(&self) -> OpKind;
+    /// Its CUDA file.
+    fn source(&self) -> KernelSource;
+    /// The kernel's entry point in the file.
+    fn entry(&self) -> &'static str;
+    /// The `-D NAME=VALUE` compile options of configuration `c`.
+    fn defines(&self, c: &Config) -> Vec<(String, u32)>;
+    /// A short label of `c`, such as `128x128x32 w2x2 s3`.
+    fn label(&self, c: &Config) -> String;
+    /// Grid, block and dynamic shared memory of `c` on `op`.
+    fn launch(&self, op: &Op, c: &Config) -> LaunchConfig;
+    /// Device bytes of one set of inputs of `op`.
+    fn input_set_bytes(&self, op: &Op) -> usize;
+    /// Device bytes of the output and the reference of `op`.
+    fn output_bytes(&self, op: &Op) -> usize;
+    /// Allocates and fills the workspace of `op` (and its reference, if
+    /// asked); an error ends the run.
+    fn workspace<'a>(&self, tools: Tools<'a>, op: &Op, inputs: Inputs) -> Result<Box<dyn Workspace + 'a>>;
+    /// Whether [`Workspace::run_baseline`] runs the vendor's library on the
+    /// same operator (timed beside the family when asked).
+    fn has_baseline(&self) -> bool {
+        false
+    }
+
+    /// The program of configuration `c`: the source with its options.
+    fn program(&self, c: &Config) -> Program {
+        Program { source: self.source(), defines: self.defines(c) }
+    }
+    /// The configurations of `op` that the core allows on `spec`, in the
+    /// core's table order.
+    fn configs(&self, spec: &HardwareSpec, op: &Op) -> Vec<Config> {
+        config::configs(spec, op)
+    }
+}
+
+/// The device buffers of one operator: rotated input sets, the output and
+/// the reference.
+pub trait Workspace {
+    /// Fills the output with NaN, so that an element the kernel does not
+    /// write fails the check.
+    fn poison(&mut self) -> Result<(), DriverError>;
+    /// Launches `f` with `cfg` on input set `set` (modulo the sets).
+    fn launch(&mut self, f: &CudaFunction, cfg: LaunchConfig, set: usize) -> Result<(), DriverError>;
+    /// The output against the reference: the check's figure where it
+    /// passes the family's tolerance, the reason otherwise.
+    fn check(&self) -> Result<Result<f64, String>, DriverError>;
+    /// Runs the vendor's library on input set `set`; `None` where the
+    /// family has no baseline.
+    fn run_baseline(&mut self, _set: usize) -> Option<Result<(), DriverError>> {
+        None
+    }
+}
+
+/// The family of an operator kind.
+pub fn for_kind(kind: OpKind) -> &'static dyn KernelFamily {
+    match kind {
+        OpKind::MatMul => &matmul::MmaSync,
+        OpKind::Softmax => &softmax::RowSoftmax,
+    }
+}
+
+/// Every family.
+pub fn all() -> [&'static dyn KernelFamily; 2] {
+    [&matmul::MmaSync, &softmax::RowSoftmax]
+}

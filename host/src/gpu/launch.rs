@@ -1,0 +1,167 @@
+//! Typed kernel launches: one function per C signature of `kernels/`, the
+//! only place where the host pushes kernel arguments. Pushing arguments is
+//! `unsafe` (the driver cannot check them against the kernel's signature);
+//! each function here is safe to call because its parameter list is the
+//! signature, written once, next to the C declaration it matches, and the
+//! slices carry their lengths.
+//!
+//! A kernel family whose kernel has a new signature adds one function here;
+//! a family with a signature already here (a matmul taking `A, B, C, M, N,
+//! K`) adds none.
+
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtrMut, DriverError, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+/// Threads of a block of the support kernels' one-dimensional grids.
+const BLOCK: u32 = 256;
+
+/// A one-dimensional grid of 256-thread blocks over `n` elements (grid-stride
+/// loops cover the rest past 8192 blocks).
+pub fn grid_for(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((n.div_ceil(BLOCK as usize)).clamp(1, 8192) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `kernel(const half_t* A, const half_t* B, half_t* C, int M, int N, int K)`:
+/// a row-major product `C = A B` of `batch` (the grid's y) `M x K` by `K x N`
+/// fp16 matrices.
+pub fn gemm_f16(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    a: &CudaSlice<u16>,
+    b: &CudaSlice<u16>,
+    c: &mut CudaSlice<u16>,
+    [m, n, k]: [u32; 3],
+) -> Result<(), DriverError> {
+    let (m, n, k) = (m as i32, n as i32, k as i32);
+    // SAFETY: the arguments are the signature above; the buffers hold the
+    // shapes the kernel reads and writes (the caller allocated them for
+    // these dimensions).
+    unsafe { stream.launch_builder(f).arg(a).arg(b).arg(c).arg(&m).arg(&n).arg(&k).launch(cfg) }.map(|_| ())
+}
+
+/// `kernel(const float* X, float* Y, int rows, int cols)`: a row-wise
+/// operator on a `rows x cols` fp32 matrix (the softmax, its reference).
+pub fn rows_f32(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    x: &CudaSlice<f32>,
+    y: &mut CudaSlice<f32>,
+    [rows, cols]: [u32; 2],
+) -> Result<(), DriverError> {
+    let (r, c) = (rows as i32, cols as i32);
+    // SAFETY: the arguments are the signature above, over `rows * cols`
+    // elements of each buffer.
+    unsafe { stream.launch_builder(f).arg(x).arg(y).arg(&r).arg(&c).launch(cfg) }.map(|_| ())
+}
+
+/// `transpose(const half_t* X, half_t* Y, int rows, int cols)`: `Y` (`cols
+/// x rows`) the transpose of `X` (`rows x cols`).
+pub fn transpose_f16(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    x: &CudaSlice<u16>,
+    y: &mut CudaSlice<u16>,
+    [rows, cols]: [u32; 2],
+) -> Result<(), DriverError> {
+    let (r, c) = (rows as i32, cols as i32);
+    // SAFETY: the arguments are the signature above, over `rows * cols`
+    // elements of each buffer.
+    unsafe { stream.launch_builder(f).arg(x).arg(y).arg(&r).arg(&c).launch(cfg) }.map(|_| ())
+}
+
+/// `fill_random_f16(half_t* p, u64 n, unsigned seed, float scale)`:
+/// uniform random values in `[-scale, scale]` into every element of `buf`.
+pub fn fill_random_f16(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    buf: &mut CudaSlice<u16>,
+    seed: u32,
+    scale: f32,
+) -> Result<(), DriverError> {
+    let n = buf.len() as u64;
+    let cfg = grid_for(buf.len());
+    // SAFETY: the signature above; writes the `n` elements of `buf`.
+    unsafe { stream.launch_builder(f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }.map(|_| ())
+}
+
+/// `fill_random_f32(float* p, u64 n, unsigned seed, float scale)`: uniform
+/// random values in `[-scale, scale]` into every element of `buf`.
+pub fn fill_random_f32(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    buf: &mut CudaSlice<f32>,
+    seed: u32,
+    scale: f32,
+) -> Result<(), DriverError> {
+    let n = buf.len() as u64;
+    let cfg = grid_for(buf.len());
+    // SAFETY: the signature above; writes the `n` elements of `buf`.
+    unsafe { stream.launch_builder(f).arg(buf).arg(&n).arg(&seed).arg(&scale).launch(cfg) }.map(|_| ())
+}
+
+/// `fill_u16(half_t* p, u64 n, half_t v)`: `value` into every element of
+/// `buf`.
+pub fn fill_u16(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    buf: &mut CudaSlice<u16>,
+    value: u16,
+) -> Result<(), DriverError> {
+    let n = buf.len() as u64;
+    let cfg = grid_for(buf.len());
+    // SAFETY: the signature above; writes the `n` elements of `buf`.
+    unsafe { stream.launch_builder(f).arg(buf).arg(&n).arg(&value).launch(cfg) }.map(|_| ())
+}
+
+/// Every byte of `buf` set to `byte` (no kernel: the driver's memset).
+pub fn memset_f32(stream: &Arc<CudaStream>, buf: &mut CudaSlice<f32>, byte: u8) -> Result<(), DriverError> {
+    let bytes = buf.len() * 4;
+    let (ptr, _guard) = buf.device_ptr_mut(stream);
+    // SAFETY: writes the `bytes` bytes of `buf`, on the stream it is used on.
+    unsafe { cudarc::driver::result::memset_d8_async(ptr, byte, bytes, stream.cu_stream()) }
+}
+
+/// `compare_f16(const half_t* c, const half_t* r, u64 n, double* out)`:
+/// the sum of squared differences, the sum of squared references, and the
+/// count of outputs that are not finite.
+pub fn compare_f16(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    out: &CudaSlice<u16>,
+    reference: &CudaSlice<u16>,
+) -> Result<[f64; 3], DriverError> {
+    let mut acc: CudaSlice<f64> = stream.alloc_zeros(3)?;
+    let n = out.len() as u64;
+    let cfg = grid_for(out.len());
+    // SAFETY: the signature above; reads `n` elements of each input and
+    // writes the 3 doubles of `acc`.
+    unsafe { stream.launch_builder(f).arg(out).arg(reference).arg(&n).arg(&mut acc).launch(cfg) }?;
+    let v = stream.clone_dtoh(&acc)?;
+    Ok([v[0], v[1], v[2]])
+}
+
+/// `compare_f32(const float* y, const float* r, u64 n, unsigned* out)`:
+/// the bits of the largest absolute difference, and the count of outputs
+/// that are not finite.
+pub fn compare_f32(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    out: &CudaSlice<f32>,
+    reference: &CudaSlice<f32>,
+) -> Result<[u32; 2], DriverError> {
+    let mut acc: CudaSlice<u32> = stream.alloc_zeros(2)?;
+    let n = out.len() as u64;
+    let cfg = grid_for(out.len());
+    // SAFETY: the signature above; reads `n` elements of each input and
+    // writes the 2 words of `acc`.
+    unsafe { stream.launch_builder(f).arg(out).arg(reference).arg(&n).arg(&mut acc).launch(cfg) }?;
+    let v = stream.clone_dtoh(&acc)?;
+    Ok([v[0], v[1]])
+}

@@ -1,0 +1,107 @@
+//! The profiler's support kernels (`kernels/support.cu`): random inputs,
+//! poisoned outputs, the softmax reference and the comparisons of an
+//! output with its reference, compiled once per run.
+
+use super::launch;
+use super::{Gpu, KernelSource, Program};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, DriverError, LaunchConfig};
+use std::sync::Arc;
+
+/// `kernels/support.cu`.
+pub const SOURCE: KernelSource = crate::kernel_source!("support.cu");
+
+/// Seed of every random input; a buffer's seed is this plus its own offset.
+pub const SEED: u32 = 20260321;
+
+/// The bits of a quiet fp16 NaN, the poison of fp16 outputs.
+const NAN_F16: u16 = 0x7E00;
+
+/// The compiled support kernels, on the stream of every launch.
+pub struct Support {
+    module: Arc<CudaModule>,
+    stream: Arc<CudaStream>,
+}
+
+impl Support {
+    /// The support program (no parameters).
+    pub fn program() -> Program {
+        Program { source: SOURCE, defines: vec![] }
+    }
+
+    /// The support kernels of `module` (compiled from [`Support::program`]).
+    pub fn new(gpu: &Gpu, module: Arc<CudaModule>) -> Support {
+        Support { module, stream: gpu.stream.clone() }
+    }
+
+    /// Compiles and loads the support kernels on `gpu`.
+    pub fn compile(gpu: &Gpu) -> anyhow::Result<Support> {
+        let ptx = Support::program().compile(&gpu.info.arch()).map_err(|e| anyhow::anyhow!("support.cu: {e}"))?;
+        let module = gpu.ctx.load_module(ptx).map_err(|e| anyhow::anyhow!("support.cu: {e:?}"))?;
+        Ok(Support::new(gpu, module))
+    }
+
+    fn function(&self, name: &str) -> Result<CudaFunction, DriverError> {
+        self.module.load_function(name)
+    }
+
+    /// Uniform random fp16 values in `[-scale, scale]`.
+    pub fn fill_f16(&self, buf: &mut CudaSlice<u16>, seed: u32, scale: f32) -> Result<(), DriverError> {
+        launch::fill_random_f16(&self.stream, &self.function("fill_random_f16")?, buf, seed, scale)
+    }
+
+    /// Uniform random fp32 values in `[-scale, scale]`.
+    pub fn fill_f32(&self, buf: &mut CudaSlice<f32>, seed: u32, scale: f32) -> Result<(), DriverError> {
+        launch::fill_random_f32(&self.stream, &self.function("fill_random_f32")?, buf, seed, scale)
+    }
+
+    /// Every element of an fp16 output set to NaN, so that an element the
+    /// kernel does not write fails the check.
+    pub fn poison_f16(&self, buf: &mut CudaSlice<u16>) -> Result<(), DriverError> {
+        launch::fill_u16(&self.stream, &self.function("fill_u16")?, buf, NAN_F16)
+    }
+
+    /// Every element of an fp32 output set to NaN (all-ones bits).
+    pub fn poison_f32(&self, buf: &mut CudaSlice<f32>) -> Result<(), DriverError> {
+        launch::memset_f32(&self.stream, buf, 0xFF)
+    }
+
+    /// The row softmax of `x` into `reference`, in fp64 arithmetic, one
+    /// warp per row.
+    pub fn softmax_reference(
+        &self,
+        x: &CudaSlice<f32>,
+        reference: &mut CudaSlice<f32>,
+        [rows, cols]: [u32; 2],
+    ) -> Result<(), DriverError> {
+        let cfg = LaunchConfig { grid_dim: (rows.div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        launch::rows_f32(&self.stream, &self.function("softmax_reference")?, cfg, x, reference, [rows, cols])
+    }
+
+    /// `out` against `reference`, fp16: the relative error
+    /// `||out - ref|| / ||ref||`, or why the output is unusable.
+    pub fn relative_error_f16(
+        &self,
+        out: &CudaSlice<u16>,
+        reference: &CudaSlice<u16>,
+    ) -> Result<Result<f64, String>, DriverError> {
+        let [err, refsq, bad] = launch::compare_f16(&self.stream, &self.function("compare_f16")?, out, reference)?;
+        if bad > 0.0 {
+            return Ok(Err(format!("{} outputs unwritten or not finite", bad as u64)));
+        }
+        Ok(Ok((err / refsq.max(f64::MIN_POSITIVE)).sqrt()))
+    }
+
+    /// `out` against `reference`, fp32: the largest absolute difference, or
+    /// why the output is unusable.
+    pub fn max_difference_f32(
+        &self,
+        out: &CudaSlice<f32>,
+        reference: &CudaSlice<f32>,
+    ) -> Result<Result<f64, String>, DriverError> {
+        let [worst, bad] = launch::compare_f32(&self.stream, &self.function("compare_f32")?, out, reference)?;
+        if bad > 0 {
+            return Ok(Err(format!("{bad} outputs unwritten or not finite")));
+        }
+        Ok(Ok(f32::from_bits(worst) as f64))
+    }
+}
