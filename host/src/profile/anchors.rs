@@ -5,21 +5,11 @@
 
 use super::context::Context;
 use crate::database::record::{Record, Source};
+use crate::gpu::launch;
 use crate::gpu::support::SEED;
-use crate::gpu::{launch, KernelSource, Program};
 use crate::input::workload_file::Workload;
 use anyhow::{anyhow, Result};
 use cudarc::driver::{CudaSlice, DriverError, LaunchConfig};
-
-/// `kernels/transpose.cu`.
-pub const TRANSPOSE: KernelSource = crate::kernel_source!("transpose.cu");
-/// Its entry point.
-pub const TRANSPOSE_ENTRY: &str = "transpose";
-
-/// The transpose's program (no parameters).
-pub fn transpose_program() -> Program {
-    Program { source: TRANSPOSE, defines: vec![] }
-}
 
 fn drv(e: DriverError) -> anyhow::Error {
     anyhow!("{e:?}")

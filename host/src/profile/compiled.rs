@@ -4,14 +4,23 @@
 //! not load) keeps NVRTC's log, which becomes its configuration's failed
 //! record; the support kernels and the transpose must compile.
 
-use super::anchors;
 use crate::gpu::source::compile_all;
 use crate::gpu::support::Support;
-use crate::gpu::{Gpu, Program};
+use crate::gpu::{Gpu, KernelSource, Program};
 use anyhow::{anyhow, Result};
 use cudarc::driver::CudaFunction;
 use std::collections::HashMap;
 use std::time::Instant;
+
+/// `kernels/transpose.cu`, the transpose anchor.
+pub const TRANSPOSE: KernelSource = crate::kernel_source!("transpose.cu");
+/// Its entry point.
+pub const TRANSPOSE_ENTRY: &str = "transpose";
+
+/// The transpose's program (no parameters).
+pub fn transpose_program() -> Program {
+    Program { source: TRANSPOSE, defines: vec![] }
+}
 
 /// The compiled kernels of a run.
 pub struct Compiled {
@@ -27,7 +36,7 @@ impl Compiled {
     /// with its entry point) for `gpu`, and loads them.
     pub fn build(gpu: &Gpu, programs: &[(Program, &'static str)]) -> Result<Compiled> {
         let arch = gpu.info.arch();
-        let mut all = vec![Support::program(), anchors::transpose_program()];
+        let mut all = vec![Support::program(), transpose_program()];
         all.extend(programs.iter().map(|(p, _)| p.clone()));
         let start = Instant::now();
         let compiled = compile_all(&all, &arch);
@@ -35,14 +44,14 @@ impl Compiled {
         let mut by_program = HashMap::new();
         let mut support = None;
         let mut transpose = None;
-        let (support_program, transpose_program) = (Support::program(), anchors::transpose_program());
+        let (support_program, transpose_program) = (Support::program(), transpose_program());
         for (p, ptx) in compiled {
             let loaded = ptx.and_then(|ptx| gpu.ctx.load_module(ptx).map_err(|e| format!("module load: {e:?}")));
             if p == support_program {
                 support = Some(Support::new(gpu, loaded.map_err(|e| anyhow!("support.cu: {e}"))?));
             } else if p == transpose_program {
                 let m = loaded.map_err(|e| anyhow!("transpose.cu: {e}"))?;
-                transpose = Some(m.load_function(anchors::TRANSPOSE_ENTRY).map_err(|e| anyhow!("{e:?}"))?);
+                transpose = Some(m.load_function(TRANSPOSE_ENTRY).map_err(|e| anyhow!("{e:?}"))?);
             } else {
                 let entry = programs.iter().find(|(q, _)| *q == p).map_or("", |(_, e)| *e);
                 let f = loaded.and_then(|m| m.load_function(entry).map_err(|e| format!("{e:?}")));
