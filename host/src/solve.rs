@@ -1,8 +1,7 @@
 //! Building the scheduling problem of a model on a spec and running the
-//! solvers on it, each timed by the median of many repeats.
-//!
-//! Kept apart from the `schedule` command so that later commands (report,
-//! tune) can build and solve the same way.
+//! solvers on it, each timed by the median of many repeats: what
+//! `hwwfc schedule` (and its `--dump-problem`) prints, apart from the
+//! printing, which is [`crate::output`]'s.
 
 use crate::describe;
 use crate::input::model_file::HostGraph;

@@ -8,7 +8,12 @@
 //! - [`fit`]: the loss and its minimization with `argmin`, over a
 //!   parameterization that keeps every coefficient physical;
 //! - [`evaluate`]: cross-validation and the evaluation of given
-//!   coefficients.
+//!   coefficients;
+//! - [`report`]: the per-workload table and means of an evaluation;
+//! - [`plot`]: the SVG plots (predicted against measured, rho per
+//!   workload);
+//! - [`session`]: the steps `calibrate` and `report` share (reading a
+//!   dataset with its spec, cross-validating, writing the files).
 //!
 //! The prediction is always the core's own [`hwwfc_core::cost::unary_cost`]:
 //! there is no second copy of the model on the host.

@@ -121,3 +121,62 @@ pub fn for_kind(kind: OpKind) -> &'static dyn KernelFamily {
 pub fn all() -> [&'static dyn KernelFamily; 2] {
     [&matmul::MmaSync, &softmax::RowSoftmax]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwwfc_core::DType;
+
+    fn h200() -> HardwareSpec {
+        let mut s = hwwfc_core::presets::stress_gpu();
+        s.space = hwwfc_core::space::SpaceKind::Cuda;
+        s.sram_per_block_bytes = 232448;
+        s.sram_per_sm_bytes = 233472;
+        s.alignment_bytes = 16;
+        s.sm_count = 132;
+        s.max_blocks_per_sm = 32;
+        s
+    }
+
+    fn op_of(kind: OpKind) -> Op {
+        match kind {
+            OpKind::MatMul => Op::MatMul { m: 77, n: 50257, k: 200, batch: 3, dtype: DType::F16 },
+            OpKind::Softmax => Op::Softmax { rows: 7, cols: 77, dtype: DType::F32 },
+        }
+    }
+
+    #[test]
+    fn every_family_is_found_by_its_operator_and_declares_its_entry_point() {
+        for f in all() {
+            assert_eq!(for_kind(f.op_kind()).name(), f.name());
+            let text = f.source().text();
+            assert!(
+                text.contains(&format!("{}(", f.entry())) && text.contains("extern \"C\" __global__"),
+                "{}: no kernel `{}` in {}",
+                f.name(),
+                f.entry(),
+                f.source().file
+            );
+        }
+    }
+
+    #[test]
+    fn every_configuration_is_its_own_program_and_launches_within_the_limits() {
+        let spec = h200();
+        for f in all() {
+            let op = op_of(f.op_kind());
+            let configs = f.configs(&spec, &op);
+            assert!(!configs.is_empty(), "{}", f.name());
+            let mut programs = std::collections::HashSet::new();
+            for c in &configs {
+                assert!(programs.insert(f.program(c)), "{}: two configurations compile to one program", f.name());
+                let l = f.launch(&op, c);
+                let threads = l.block_dim.0 * l.block_dim.1 * l.block_dim.2;
+                assert!(threads <= spec.max_threads_per_block, "{}", f.label(c));
+                assert!(l.shared_mem_bytes <= spec.sram_per_block_bytes, "{}", f.label(c));
+                assert!(l.grid_dim.0 >= 1 && l.grid_dim.1 >= 1, "{}", f.label(c));
+            }
+            assert!(f.input_set_bytes(&op) > 0 && f.output_bytes(&op) > 0);
+        }
+    }
+}

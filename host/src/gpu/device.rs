@@ -1,4 +1,5 @@
-//! Opening a CUDA device and reading what it is.
+//! Opening a CUDA device, reading what it is and allows, and a spec with
+//! those limits ([`device_limits`]).
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaStream};
