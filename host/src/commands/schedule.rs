@@ -50,17 +50,16 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
     Ok(())
 }
 
-/// `--measure`: the schedule end to end on the GPU, and each layer's best.
+/// `--measure`: the schedule end to end on the GPU, and each layer's best
+/// ([`crate::profile::chain::measure_schedule`]).
 fn measure(
     args: &ScheduleArgs,
     spec: &hwwfc_core::HardwareSpec,
     model: &model_file::LoadedModel,
     outcome: &solve::Outcome,
 ) -> Result<()> {
-    use crate::database::{kernel_medians, RunFolder};
     use crate::family::{self, Config};
     use crate::input::workload_file::Workload;
-    use crate::profile::{self, Options};
     use hwwfc_core::{Op, Problem};
     if spec.space != hwwfc_core::space::SpaceKind::Cuda {
         anyhow::bail!("--measure runs the CUDA kernels: use a spec of the cuda space (such as h200)");
@@ -84,45 +83,40 @@ fn measure(
     }
     let predicted: f64 =
         (0..outcome.problem.layer_count()).map(|i| outcome.problem.unary(i, solution.states[i]) as f64).sum();
-    let chain = profile::chain::time_chain(args.gpu, &layers, &crate::gpu::TimingPolicy::default())?;
     // Every configuration of every layer's shape, for the per-layer best.
     let out = args.measure_out.clone().unwrap_or_else(|| format!("measure-{}", model.name).into());
-    let spec_for = Box::new({
-        let spec = spec.clone();
-        move |_: &crate::gpu::DeviceInfo| Ok(spec.clone())
-    });
-    let workloads: Vec<Workload> = layers.iter().map(|(w, _)| w.clone()).collect();
-    let label = format!("measure-{}", model.name);
-    profile::run(&Options::new(args.gpu, workloads.clone(), out.clone(), spec_for, label))?;
-    let medians = kernel_medians(&RunFolder::new(&out).records()?, &workloads);
+    let m = crate::profile::chain::measure_schedule(
+        args.gpu,
+        &layers,
+        spec,
+        out.clone(),
+        format!("measure-{}", model.name),
+    )?;
     println!("\nmeasured on GPU {} ({}):", args.gpu, out.display());
     println!("{:<14} {:>24} {:>12} {:>12} {:>24}", "layer", "scheduled", "time_us", "best_us", "best config");
     let (mut sum_chosen, mut sum_best) = (0.0, 0.0);
-    for (w, c) in &layers {
-        let fam = family::for_kind(w.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul));
-        let mine = medians.get(w.name()).map_or(&[][..], Vec::as_slice);
-        let chosen = mine.iter().find(|(rc, _)| rc.index == c.index).map(|x| x.1);
-        let best = mine.iter().min_by(|a, b| a.1.total_cmp(&b.1));
-        sum_chosen += chosen.unwrap_or(f64::NAN);
-        sum_best += best.map_or(f64::NAN, |b| b.1);
+    for l in &m.layers {
+        let fam = family::for_kind(l.workload.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul));
+        sum_chosen += l.scheduled_us.unwrap_or(f64::NAN);
+        sum_best += l.best.map_or(f64::NAN, |b| b.1);
         println!(
             "{:<14} {:>24} {:>12.2} {:>12.2} {:>24}",
-            w.name(),
-            fam.label(c),
-            chosen.unwrap_or(f64::NAN),
-            best.map_or(f64::NAN, |b| b.1),
-            best.map_or("-".into(), |b| fam.label(&b.0))
+            l.workload.name(),
+            fam.label(&l.scheduled),
+            l.scheduled_us.unwrap_or(f64::NAN),
+            l.best.map_or(f64::NAN, |b| b.1),
+            l.best.map_or("-".into(), |b| fam.label(&b.0))
         );
     }
     println!(
         "\nend to end: {:.2} us measured (median of {}), {:.2} us predicted; sum of the scheduled layers alone {:.2} us; \
          sum of each layer's measured best {:.2} us ({:.1}% of the end-to-end time)",
-        chain.median_us,
-        chain.repeats,
+        m.chain.median_us,
+        m.chain.repeats,
         predicted,
         sum_chosen,
         sum_best,
-        sum_best / chain.median_us * 100.0
+        sum_best / m.chain.median_us * 100.0
     );
     Ok(())
 }

@@ -118,8 +118,8 @@ pub fn for_kind(kind: OpKind) -> &'static dyn KernelFamily {
 }
 
 /// Every family.
-pub fn all() -> [&'static dyn KernelFamily; 2] {
-    [&matmul::MmaSync, &softmax::RowSoftmax]
+pub fn all() -> &'static [&'static dyn KernelFamily] {
+    &[&matmul::MmaSync, &softmax::RowSoftmax]
 }
 
 #[cfg(test)]
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn every_family_is_found_by_its_operator_and_declares_its_entry_point() {
-        for f in all() {
+        for &f in all() {
             assert_eq!(for_kind(f.op_kind()).name(), f.name());
             let text = f.source().text();
             assert!(
@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn every_configuration_is_its_own_program_and_launches_within_the_limits() {
         let spec = h200();
-        for f in all() {
+        for &f in all() {
             let op = op_of(f.op_kind());
             let configs = f.configs(&spec, &op);
             assert!(!configs.is_empty(), "{}", f.name());

@@ -1,5 +1,7 @@
 //! Running a whole schedule on the GPU: every layer's kernel in its chosen
-//! configuration, back to back, timed end to end.
+//! configuration, back to back, timed end to end ([`time_chain`]); and
+//! beside it every configuration of every layer's shape, so that each
+//! layer's choice meets its best ([`measure_schedule`]).
 //!
 //! Each layer gets its own random inputs of its own shape (the layers of a
 //! built-in block are not shape-compatible tensors of one another: the
@@ -65,4 +67,61 @@ pub fn time_chain(ordinal: usize, layers: &[(Workload, Config)], policy: &Timing
     let once = TimingPolicy { warmup: 1, min_repeats: 1, max_repeats: 1, target_ms: 0.0 };
     let first = timer.time_under(&once, 1.0, &mut launch_all).map_err(drv)?;
     timer.time(first.median_us, &mut launch_all).map_err(drv)
+}
+
+/// One layer of a measured schedule.
+#[derive(Clone, Debug)]
+pub struct LayerTiming {
+    /// The layer's shape, named after it.
+    pub workload: Workload,
+    /// The configuration the schedule chose.
+    pub scheduled: Config,
+    /// Its median time alone, microseconds (none if it failed).
+    pub scheduled_us: Option<f64>,
+    /// The fastest configuration of the layer's shape and its median.
+    pub best: Option<(Config, f64)>,
+}
+
+/// A schedule measured on the GPU: end to end, and layer by layer against
+/// every configuration of the layer's shape.
+#[derive(Clone, Debug)]
+pub struct ScheduleTiming {
+    /// The layers back to back ([`time_chain`]).
+    pub chain: Timing,
+    /// Each layer alone.
+    pub layers: Vec<LayerTiming>,
+}
+
+/// Times `layers` back to back, then profiles every configuration of
+/// every layer's shape into the run folder `out` (resuming it) under
+/// `spec`, labelled `label`.
+pub fn measure_schedule(
+    gpu: usize,
+    layers: &[(Workload, Config)],
+    spec: &hwwfc_core::HardwareSpec,
+    out: std::path::PathBuf,
+    label: String,
+) -> Result<ScheduleTiming> {
+    use crate::database::{kernel_medians, RunFolder};
+    let chain = time_chain(gpu, layers, &TimingPolicy::default())?;
+    let spec_for = Box::new({
+        let spec = spec.clone();
+        move |_: &crate::gpu::DeviceInfo| Ok(spec.clone())
+    });
+    let workloads: Vec<Workload> = layers.iter().map(|(w, _)| w.clone()).collect();
+    super::run(&super::Options::new(gpu, workloads.clone(), out.clone(), spec_for, label))?;
+    let medians = kernel_medians(&RunFolder::new(&out).records()?, &workloads);
+    let layers = layers
+        .iter()
+        .map(|(w, c)| {
+            let mine = medians.get(w.name()).map_or(&[][..], Vec::as_slice);
+            LayerTiming {
+                workload: w.clone(),
+                scheduled: *c,
+                scheduled_us: mine.iter().find(|(rc, _)| rc.index == c.index).map(|x| x.1),
+                best: mine.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1)),
+            }
+        })
+        .collect();
+    Ok(ScheduleTiming { chain, layers })
 }

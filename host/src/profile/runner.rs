@@ -8,7 +8,7 @@ use super::context::Context;
 use super::options::{Options, Summary};
 use super::plan::{self, Task};
 use crate::database::record::{Record, Source, Status};
-use crate::database::RunFolder;
+use crate::database::{RunFolder, RECORDS_FILE};
 use crate::family;
 use crate::gpu::blas::Blas;
 use crate::gpu::device::{device_limits, nvidia_smi};
@@ -31,7 +31,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let mut log = folder.writer()?;
     let mut summary = Summary { resumed: log.resumed, repaired_bytes: log.repaired_bytes, ..Summary::default() };
     if log.repaired_bytes > 0 {
-        eprintln!("records.jsonl: cut off a truncated last line ({} bytes); it is measured again", log.repaired_bytes);
+        eprintln!("{RECORDS_FILE}: cut off a truncated last line ({} bytes); it is measured again", log.repaired_bytes);
     }
     let plan = plan::plan(opts, &spec, &log);
     let total: usize = plan.iter().map(|(_, t)| t.len()).sum();
