@@ -179,14 +179,36 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE|NAME")]
     pub spec: Option<String>,
 
+    /// What the cross-validation holds out (without --coefficients):
+    /// each workload in turn, or each model family in turn (its workloads
+    /// judged by the fit on all the other families; needs --workloads).
+    /// By family the files are REPORT-family.md and plots-family/.
+    #[arg(long, value_enum, default_value_t = HoldOut::Workload)]
+    pub hold_out: HoldOut,
+
+    /// A workloads file whose "family" labels name each workload's model
+    /// family: the report adds the means per family.
+    #[arg(long, value_name = "FILE")]
+    pub workloads: Option<PathBuf>,
+
     /// Print one JSON object (mean_rho, mean_tau, mean_regret_top1,
-    /// mean_top8_share, workloads[...]) instead of the table.
+    /// mean_top8_share, families[...], workloads[...]) instead of the
+    /// table.
     #[arg(long)]
     pub json: bool,
 
     /// Write no REPORT.md and no plots.
     #[arg(long)]
     pub no_files: bool,
+}
+
+/// What a cross-validation holds out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HoldOut {
+    /// Each workload in turn.
+    Workload,
+    /// Each model family in turn.
+    Family,
 }
 
 /// Options of `hwwfc profile`.

@@ -181,3 +181,98 @@ fn cross_validation_writes_each_workloads_held_out_prediction() {
     // The fit that saw a workload and the one that did not disagree.
     assert!(differ > lines.len() / 2, "{differ} of {} differ", lines.len() - 1);
 }
+
+/// A run folder under `into` holding the kernel records of `keep` from
+/// committed run `run`.
+fn subset_run(run: &str, into: &Path, keep: &[&str]) -> PathBuf {
+    let dst = into.join(run);
+    std::fs::create_dir_all(&dst).unwrap();
+    std::fs::copy(h200_data().join(run).join("meta.json"), dst.join("meta.json")).unwrap();
+    let records = std::fs::read_to_string(h200_data().join(run).join("records.jsonl")).unwrap();
+    let kept: String = records
+        .lines()
+        .filter(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["source"] == "kernel" && keep.iter().any(|k| v["workload"]["name"] == *k)
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dst.join("records.jsonl"), kept).unwrap();
+    dst
+}
+
+#[test]
+fn holding_out_a_family_judges_it_by_the_fit_on_the_others_alone() {
+    let (a, b) = (["mm_small_256x512", "sm_small_256x512"], ["mm_medium_1024", "sm_medium_512x1024"]);
+    let dir = tempfile::tempdir().unwrap();
+    let both = dir.path().join("both");
+    subset_run("run1", &both, &[a[0], a[1], b[0], b[1]]);
+    let only_b = subset_run("run1", &dir.path().join("b"), &b);
+    let only_a = subset_run("run1", &dir.path().join("a"), &a);
+    let labels = dir.path().join("workloads.json");
+    let entry = |name: &str, family: &str| {
+        let kind = if name.starts_with("mm") {
+            "\"matmul\", \"m\": 1, \"n\": 1, \"k\": 1"
+        } else {
+            "\"softmax\", \"rows\": 1, \"cols\": 1"
+        };
+        format!("{{\"name\": \"{name}\", \"kind\": {kind}, \"family\": \"{family}\"}}")
+    };
+    let text = format!("[{}, {}, {}, {}]", entry(a[0], "fa"), entry(a[1], "fa"), entry(b[0], "fb"), entry(b[1], "fb"));
+    std::fs::write(&labels, text).unwrap();
+
+    // Family a held out: the fit on family b alone.
+    let out = hwwfc()
+        .args(["report", "--data"])
+        .arg(&both)
+        .args(["--hold-out", "family", "--workloads"])
+        .arg(&labels)
+        .args(["--json", "--no-files"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let held: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(held["method"].as_str().unwrap().contains("leave-one-family-out cross-validation (2 families)"));
+    let families = held["families"].as_array().unwrap();
+    assert_eq!(families.len(), 2);
+    assert_eq!((families[0]["family"].as_str(), families[0]["workloads"].as_u64()), (Some("fa"), Some(2)));
+    assert_eq!((families[1]["family"].as_str(), families[1]["workloads"].as_u64()), (Some("fb"), Some(2)));
+
+    // The same fit, made by calibrating on family b's records, then judged
+    // on family a's without a refit.
+    let cal = hwwfc().args(["calibrate", "--data"]).arg(&only_b).args(["--no-report"]).output().unwrap();
+    assert!(cal.status.success(), "{}", String::from_utf8_lossy(&cal.stderr));
+    let out = hwwfc()
+        .args(["report", "--data"])
+        .arg(&only_a)
+        .arg("--coefficients")
+        .arg(only_b.join("coefficients.json"))
+        .args(["--json", "--no-files"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let given: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for w in given["workloads"].as_array().unwrap() {
+        let row = held["workloads"].as_array().unwrap().iter().find(|r| r["name"] == w["name"]).unwrap();
+        assert_eq!(row["family"], "fa");
+        for key in ["rho", "tau", "regret_top1", "top1_share"] {
+            let (x, y) = (row[key].as_f64().unwrap(), w[key].as_f64().unwrap());
+            assert!((x - y).abs() < 1e-9, "{key} of {}: held out {x}, fitted on fb alone {y}", w["name"]);
+        }
+    }
+
+    // What cannot be grouped is refused before any fit.
+    let e = error_of(&["report", "--data", both.to_str().unwrap(), "--hold-out", "family"]);
+    assert!(e.contains("--hold-out family needs --workloads FILE"), "{e}");
+    std::fs::write(&labels, format!("[{}, {}, {}]", entry(a[0], "fa"), entry(a[1], "fa"), entry(b[0], "fb"))).unwrap();
+    let e = error_of(&[
+        "report",
+        "--data",
+        both.to_str().unwrap(),
+        "--hold-out",
+        "family",
+        "--workloads",
+        labels.to_str().unwrap(),
+    ]);
+    assert!(e.contains("workload `sm_medium_512x1024` of the records is not in the file"), "{e}");
+}

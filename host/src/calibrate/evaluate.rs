@@ -34,7 +34,7 @@ pub struct Fold {
 
 /// Leave-one-workload-out cross-validation: for each workload, fit on all
 /// the others (from `start`) and judge the fit on it alone. Folds run in
-/// parallel on the available cores.
+/// parallel on the available cores; `progress` is called once per fold.
 pub fn cross_validate(
     spec: &HardwareSpec,
     data: &Dataset,
@@ -42,11 +42,38 @@ pub fn cross_validate(
     opts: &super::fit::FitOptions,
     progress: &(dyn Fn(usize) + Sync),
 ) -> anyhow::Result<Vec<Fold>> {
+    let groups: Vec<usize> = (0..data.workloads.len()).collect();
+    cross_validate_groups(spec, data, &groups, start, opts, progress)
+}
+
+/// Cross-validation by groups: `groups[i]` is workload `i`'s group (its
+/// model family, say); for each group, fit on the workloads of every other
+/// group and judge the fit on each workload of the group. With one group
+/// per workload this is leave-one-workload-out. Folds run in parallel on
+/// the available cores; `progress` is called once per group. Returns one
+/// [`Fold`] per workload, in dataset order.
+pub fn cross_validate_groups(
+    spec: &HardwareSpec,
+    data: &Dataset,
+    groups: &[usize],
+    start: &Coefficients,
+    opts: &super::fit::FitOptions,
+    progress: &(dyn Fn(usize) + Sync),
+) -> anyhow::Result<Vec<Fold>> {
     let n = data.workloads.len();
-    if n < 2 {
-        anyhow::bail!("cross-validation needs at least two workloads, the records hold {n}");
+    if groups.len() != n {
+        anyhow::bail!("{} group labels for {n} workloads", groups.len());
     }
-    let threads = std::thread::available_parallelism().map_or(2, |t| t.get()).clamp(1, n);
+    let mut distinct: Vec<usize> = groups.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() < 2 {
+        anyhow::bail!(
+            "cross-validation needs at least two workloads (or groups of them), the records hold {}",
+            distinct.len()
+        );
+    }
+    let threads = std::thread::available_parallelism().map_or(2, |t| t.get()).clamp(1, distinct.len());
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<anyhow::Result<Vec<Fold>>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -54,18 +81,17 @@ pub fn cross_validate(
                 s.spawn(|| -> anyhow::Result<Vec<Fold>> {
                     let mut out = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= n {
-                            return Ok(out);
-                        }
+                        let f = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&g) = distinct.get(f) else { return Ok(out) };
                         let train: Vec<&WorkloadData> =
-                            data.workloads.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, w)| w).collect();
+                            data.workloads.iter().zip(groups).filter(|(_, h)| **h != g).map(|(w, _)| w).collect();
                         let fit = super::fit::fit(spec, start, &train, opts)?;
-                        let w = &data.workloads[i];
-                        let predictions = predict(spec, &fit.coefficients, w);
-                        let held_out = metrics::agreement(&predictions, &w.times());
-                        out.push(Fold { workload: i, held_out, predictions });
-                        progress(i);
+                        for (i, w) in data.workloads.iter().enumerate().filter(|(i, _)| groups[*i] == g) {
+                            let predictions = predict(spec, &fit.coefficients, w);
+                            let held_out = metrics::agreement(&predictions, &w.times());
+                            out.push(Fold { workload: i, held_out, predictions });
+                        }
+                        progress(f);
                     }
                 })
             })

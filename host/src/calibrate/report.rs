@@ -23,6 +23,21 @@ pub struct Row {
     pub baseline: Agreement,
     /// Spearman's rho between two measurement runs, where known.
     pub retest_rho: Option<f64>,
+    /// The model family the workload comes from, where labelled.
+    pub family: Option<String>,
+}
+
+/// The means over the workloads of one model family.
+#[derive(Clone, Debug, Serialize)]
+pub struct FamilyRow {
+    /// The family.
+    pub family: String,
+    /// Its workloads.
+    pub workloads: usize,
+    /// Means of the model's figures.
+    pub model: Means,
+    /// Mean test-retest rho where known.
+    pub retest_rho: Option<f64>,
 }
 
 /// Means over the rows.
@@ -72,6 +87,9 @@ pub struct Report {
     pub baseline: Means,
     /// Mean test-retest rho over the rows where it is known.
     pub retest_rho: Option<f64>,
+    /// Per model family, where the workloads are labelled (see
+    /// [`Report::label_families`]).
+    pub families: Vec<FamilyRow>,
     /// Per workload, the prediction for each sample by the fit that did not
     /// see it (cross-validation only; empty otherwise).
     #[serde(skip)]
@@ -93,6 +111,7 @@ impl Report {
                 model: *m,
                 baseline: *b,
                 retest_rho: w.retest_rho,
+                family: None,
             })
             .collect();
         let retest: Vec<f64> = rows.iter().filter_map(|r| r.retest_rho).collect();
@@ -103,8 +122,34 @@ impl Report {
             baseline: Means::of(baseline),
             retest_rho: (!retest.is_empty()).then(|| retest.iter().sum::<f64>() / retest.len() as f64),
             rows,
+            families: Vec::new(),
             held_out_predictions: Vec::new(),
         }
+    }
+
+    /// Labels each row with its family (`family_of` by row, in dataset
+    /// order) and adds the per-family means, families in name order.
+    pub fn label_families(&mut self, family_of: &[Option<String>]) {
+        for (r, f) in self.rows.iter_mut().zip(family_of) {
+            r.family = f.clone();
+        }
+        let mut names: Vec<&String> = family_of.iter().flatten().collect();
+        names.sort();
+        names.dedup();
+        self.families = names
+            .into_iter()
+            .map(|name| {
+                let rows: Vec<&Row> = self.rows.iter().filter(|r| r.family.as_ref() == Some(name)).collect();
+                let model: Vec<Agreement> = rows.iter().map(|r| r.model).collect();
+                let retest: Vec<f64> = rows.iter().filter_map(|r| r.retest_rho).collect();
+                FamilyRow {
+                    family: name.clone(),
+                    workloads: rows.len(),
+                    model: Means::of(&model),
+                    retest_rho: (!retest.is_empty()).then(|| retest.iter().sum::<f64>() / retest.len() as f64),
+                }
+            })
+            .collect();
     }
 
     /// The JSON object of `hwwfc report --json`.
@@ -117,7 +162,7 @@ impl Report {
                     "name": r.name, "kind": r.kind, "shape": r.shape, "configs": r.configs,
                     "rho": r.model.rho, "tau": r.model.tau, "regret_top1": r.model.regret_top1,
                     "top1_share": r.model.top1_share, "top4_share": r.model.top4_share, "top8_share": r.model.top8_share,
-                    "retest_rho": r.retest_rho, "baseline": r.baseline,
+                    "retest_rho": r.retest_rho, "baseline": r.baseline, "family": r.family,
                 })
             })
             .collect();
@@ -132,6 +177,7 @@ impl Report {
             "mean_top8_share": self.model.top8_share,
             "mean_retest_rho": self.retest_rho,
             "baseline": self.baseline,
+            "families": self.families,
             "workloads": workloads,
         })
     }
@@ -175,6 +221,26 @@ impl Report {
             pct(b.regret_top1),
             self.retest_rho.map_or("-".into(), |x| format!("{x:.3}")),
         );
+        if !self.families.is_empty() {
+            s += "\nPer model family (means over its workloads; the first choice's share of the best is best in top 1):\n\n\
+                  | family | workloads | rho | tau | regret top-1 | best in top 1 / 4 / 8 | retest rho |\n\
+                  |---|---|---|---|---|---|---|\n";
+            for f in &self.families {
+                let m = &f.model;
+                s += &format!(
+                    "| {} | {} | {:.3} | {:.3} | {} | {} / {} / {} | {} |\n",
+                    f.family,
+                    f.workloads,
+                    m.rho,
+                    m.tau,
+                    pct(m.regret_top1),
+                    pct(m.top1_share),
+                    pct(m.top4_share),
+                    pct(m.top8_share),
+                    f.retest_rho.map_or("-".into(), |x| format!("{x:.3}")),
+                );
+            }
+        }
         s
     }
 }

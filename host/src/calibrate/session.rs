@@ -7,6 +7,7 @@ use super::evaluate;
 use super::fit::FitOptions;
 use super::plot;
 use super::report::Report;
+use crate::input::workload_file::Labelled;
 use anyhow::{Context, Result};
 use hwwfc_core::{Coefficients, HardwareSpec};
 use std::path::Path;
@@ -41,20 +42,64 @@ pub fn load(dir: &Path, spec: Option<&str>) -> Result<Loaded> {
 /// Leave-one-workload-out cross-validation of a fit from the defaults,
 /// next to the defaults themselves.
 pub fn cross_validation_report(l: &Loaded, opts: &FitOptions) -> Result<Report> {
-    let n = l.data.workloads.len();
-    let bar = indicatif::ProgressBar::new(n as u64);
+    let groups: Vec<usize> = (0..l.data.workloads.len()).collect();
+    grouped_report(l, &groups, "held out: leave-one-workload-out cross-validation".into(), opts)
+}
+
+/// The model family of each workload of `l` (in dataset order), from the
+/// labels of a workloads file; a workload of the records that the file
+/// does not list, or lists without a family, is an error naming it.
+pub fn families_of(l: &Loaded, labels: &[Labelled], file: &Path) -> Result<Vec<String>> {
+    l.data
+        .workloads
+        .iter()
+        .map(|w| {
+            let name = w.workload.name();
+            let Some(entry) = labels.iter().find(|x| x.workload.name() == name) else {
+                anyhow::bail!("{}: workload `{name}` of the records is not in the file", file.display())
+            };
+            entry
+                .labels
+                .family
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("{}: workload `{name}` has no `family` label", file.display()))
+        })
+        .collect()
+}
+
+/// Leave-one-family-out cross-validation of a fit from the defaults (each
+/// family's workloads judged by the fit on all the other families), next
+/// to the defaults themselves, with the per-family means.
+pub fn family_report(l: &Loaded, families: &[String], opts: &FitOptions) -> Result<Report> {
+    let mut names: Vec<&String> = families.iter().collect();
+    names.sort();
+    names.dedup();
+    let groups: Vec<usize> = families.iter().map(|f| names.iter().position(|n| *n == f).unwrap_or(0)).collect();
+    let method = format!("held out: leave-one-family-out cross-validation ({} families)", names.len());
+    let mut report = grouped_report(l, &groups, method, opts)?;
+    report.label_families(&families.iter().cloned().map(Some).collect::<Vec<_>>());
+    Ok(report)
+}
+
+/// Cross-validation by `groups` (see [`evaluate::cross_validate_groups`])
+/// with a progress bar, as a report.
+fn grouped_report(l: &Loaded, groups: &[usize], method: String, opts: &FitOptions) -> Result<Report> {
+    let mut folds: Vec<usize> = groups.to_vec();
+    folds.sort_unstable();
+    folds.dedup();
+    let bar = indicatif::ProgressBar::new(folds.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "cross-validation {elapsed_precise} [{wide_bar}] {pos}/{len} folds ETA {eta}",
         )
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let folds = evaluate::cross_validate(&l.spec, &l.data, &Coefficients::default(), opts, &|_| bar.inc(1))?;
+    let folds =
+        evaluate::cross_validate_groups(&l.spec, &l.data, groups, &Coefficients::default(), opts, &|_| bar.inc(1))?;
     bar.finish_and_clear();
     let model: Vec<_> = folds.iter().map(|f| f.held_out).collect();
     let baseline = evaluate::per_workload(&l.spec, &Coefficients::default(), &l.data);
-    let mut report =
-        Report::new(&l.data, "held out: leave-one-workload-out cross-validation".into(), &model, &baseline);
+    let mut report = Report::new(&l.data, method, &model, &baseline);
     report.held_out_predictions = folds.into_iter().map(|f| f.predictions).collect();
     Ok(report)
 }

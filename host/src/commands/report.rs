@@ -1,14 +1,27 @@
 //! `hwwfc report`: how well a cost model ranks the measured times.
 
 use crate::calibrate::{fit::FitOptions, session};
-use crate::cli::ReportArgs;
-use crate::input::coefficients_file;
-use anyhow::Result;
+use crate::cli::{HoldOut, ReportArgs};
+use crate::input::{coefficients_file, workload_file};
+use anyhow::{bail, Result};
 
 /// Runs the command.
 pub fn run(args: &ReportArgs) -> Result<()> {
     let l = session::load(&args.data, args.spec.as_deref())?;
-    let (report, k, md, plots, title) = match &args.coefficients {
+    // Every label is checked before the fits, which take a while.
+    let families = match &args.workloads {
+        Some(file) => Some(session::families_of(&l, &workload_file::load_labelled(file)?, file)?),
+        None => None,
+    };
+    if args.hold_out == HoldOut::Family {
+        if args.coefficients.is_some() {
+            bail!("--hold-out family cross-validates a fit, and --coefficients fits nothing: give one or the other");
+        }
+        if families.is_none() {
+            bail!("--hold-out family needs --workloads FILE, whose \"family\" labels group the workloads");
+        }
+    }
+    let (mut report, k, md, plots, title) = match &args.coefficients {
         Some(path) => {
             let loaded = coefficients_file::load(Some(path))?;
             // Coefficients of another GPU do not describe these records.
@@ -30,21 +43,24 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 format!("Cost model on {} with {}", l.data.device.name, path.display()),
             )
         }
+        None if args.hold_out == HoldOut::Family => {
+            let report = session::family_report(&l, families.as_deref().unwrap_or_default(), &FitOptions::default())?;
+            let k = fit_all(&l)?;
+            let title = format!("Cost model on {}: held out by model family", l.data.device.name);
+            (report, k, args.data.join("REPORT-family.md"), args.data.join("plots-family"), title)
+        }
         None => {
             let report = session::cross_validation_report(&l, &FitOptions::default())?;
-            // The plots show the fit on every workload.
-            let all: Vec<_> = l.data.workloads.iter().collect();
-            let k = crate::calibrate::fit::fit(
-                &l.spec,
-                &hwwfc_core::Coefficients::default(),
-                &all,
-                &FitOptions::default(),
-            )?
-            .coefficients;
+            let k = fit_all(&l)?;
             let title = format!("Cost model on {}: held-out evaluation", l.data.device.name);
             (report, k, args.data.join("REPORT.md"), args.data.join("plots"), title)
         }
     };
+    if let Some(f) = &families {
+        if report.families.is_empty() {
+            report.label_families(&f.iter().cloned().map(Some).collect::<Vec<_>>());
+        }
+    }
     if !args.no_files {
         session::write_files(&l, &report, &k, &md, &plots, &title)?;
     }
@@ -57,4 +73,11 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The fit on every workload, which the plots show.
+fn fit_all(l: &session::Loaded) -> Result<hwwfc_core::Coefficients> {
+    let all: Vec<_> = l.data.workloads.iter().collect();
+    Ok(crate::calibrate::fit::fit(&l.spec, &hwwfc_core::Coefficients::default(), &all, &FitOptions::default())?
+        .coefficients)
 }

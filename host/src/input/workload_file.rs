@@ -11,6 +11,11 @@
 //! Matmuls are fp16 with fp32 accumulation; softmaxes are fp32. `batch`
 //! (independent products, as attention heads) defaults to 1. Names must be
 //! unique; every size at least 1, and every tensor (and every copy) under 4 GiB.
+//!
+//! A workload may carry labels of where it comes from, which the measuring
+//! ignores and the evaluation groups by (`hwwfc report --hold-out family`):
+//! `"family"`, the model family (such as `llama3`), and `"model"`, the
+//! model configuration (such as `llama3-8b`). Records keep only the shape.
 
 use anyhow::{bail, Context, Result};
 use hwwfc_core::{DType, Op};
@@ -146,10 +151,33 @@ impl Workload {
     }
 }
 
+/// Where a workload comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Labels {
+    /// The model family, such as `llama3`.
+    pub family: Option<String>,
+    /// The model configuration, such as `llama3-8b`.
+    pub model: Option<String>,
+}
+
+/// A workload of the file with its labels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Labelled {
+    /// The shape to measure.
+    pub workload: Workload,
+    /// Where it comes from.
+    pub labels: Labels,
+}
+
 /// Reads and checks a workloads file.
 pub fn load(path: &Path) -> Result<Vec<Workload>> {
+    Ok(load_labelled(path)?.into_iter().map(|l| l.workload).collect())
+}
+
+/// Reads and checks a workloads file, keeping each workload's labels.
+pub fn load_labelled(path: &Path) -> Result<Vec<Labelled>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    parse(&text).with_context(|| format!("{}", path.display()))
+    parse_labelled(&text).with_context(|| format!("{}", path.display()))
 }
 
 #[derive(Deserialize)]
@@ -190,15 +218,26 @@ fn fields<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T>
     })
 }
 
-fn parse_one(value: serde_json::Value) -> Result<Workload> {
+/// Takes the optional string field `key` out of `map`.
+fn take_label(map: &mut serde_json::Map<String, serde_json::Value>, key: &str) -> Result<Option<String>> {
+    match map.remove(key) {
+        None => Ok(None),
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+        Some(serde_json::Value::String(_)) => bail!("field `{key}`: empty"),
+        Some(_) => bail!("field `{key}`: not a string"),
+    }
+}
+
+fn parse_one(value: serde_json::Value) -> Result<Labelled> {
     let serde_json::Value::Object(mut map) = value else { bail!("not an object") };
+    let labels = Labels { family: take_label(&mut map, "family")?, model: take_label(&mut map, "model")? };
     let kind = match map.remove("kind") {
         Some(serde_json::Value::String(k)) => k,
         Some(_) => bail!("field `kind`: not a string"),
         None => bail!("missing field `kind`"),
     };
     let rest = serde_json::Value::Object(map);
-    Ok(match kind.as_str() {
+    let workload = match kind.as_str() {
         "matmul" => {
             let f: MatMulFields = fields(rest)?;
             Workload::MatMul { name: f.name, m: f.m, n: f.n, k: f.k, batch: f.batch }
@@ -216,11 +255,18 @@ fn parse_one(value: serde_json::Value) -> Result<Workload> {
             Workload::Copy { name: f.name, bytes: f.bytes }
         }
         other => bail!("unknown kind `{other}` (expected matmul, softmax, transpose or copy)"),
-    })
+    };
+    Ok(Labelled { workload, labels })
 }
 
 /// Parses and checks the text of a workloads file.
 pub fn parse(text: &str) -> Result<Vec<Workload>> {
+    Ok(parse_labelled(text)?.into_iter().map(|l| l.workload).collect())
+}
+
+/// Parses and checks the text of a workloads file, keeping each
+/// workload's labels.
+pub fn parse_labelled(text: &str) -> Result<Vec<Labelled>> {
     let values: Vec<serde_json::Value> =
         serde_json::from_str(text).map_err(|e| anyhow::anyhow!("not a JSON list of workloads: {e}"))?;
     let mut list = Vec::with_capacity(values.len());
@@ -230,11 +276,11 @@ pub fn parse(text: &str) -> Result<Vec<Workload>> {
     if list.is_empty() {
         bail!("no workloads");
     }
-    for (i, w) in list.iter().enumerate() {
+    for (i, w) in list.iter().map(|l| &l.workload).enumerate() {
         if w.name().is_empty() {
             bail!("workload {i}: empty name");
         }
-        if list.iter().take(i).any(|o| o.name() == w.name()) {
+        if list.iter().take(i).any(|o| o.workload.name() == w.name()) {
             bail!("workload {i}: name `{}` used twice", w.name());
         }
         w.check().map_err(|e| anyhow::anyhow!("workload `{}`: {e}", w.name()))?;
@@ -252,6 +298,19 @@ mod tests {
             .unwrap();
         assert_eq!(w[0], Workload::MatMul { name: "a".into(), m: 1, n: 50257, k: 768, batch: 1 });
         assert_eq!(w[1].shape(), "3x77");
+    }
+
+    #[test]
+    fn labels_are_kept_beside_the_workload_and_left_out_of_it() {
+        let text = r#"[{"name":"q","kind":"matmul","m":1,"n":6144,"k":4096,"family":"llama3","model":"llama3-8b"},
+                       {"name":"s","kind":"softmax","rows":3,"cols":77}]"#;
+        let l = parse_labelled(text).unwrap();
+        assert_eq!(l[0].labels.family.as_deref(), Some("llama3"));
+        assert_eq!(l[0].labels.model.as_deref(), Some("llama3-8b"));
+        assert_eq!(l[1].labels, Labels::default());
+        assert_eq!(parse(text).unwrap()[0], Workload::MatMul { name: "q".into(), m: 1, n: 6144, k: 4096, batch: 1 });
+        // A record's workload is the shape alone.
+        assert!(!serde_json::to_string(&l[0].workload).unwrap().contains("llama3"));
     }
 
     #[test]
@@ -280,6 +339,8 @@ mod tests {
             (r#"{"name":"a"}"#, "not a JSON list of workloads"),
             (r#"[3]"#, "workload 0: not an object"),
             ("[]", "no workloads"),
+            (r#"[{"name":"a","kind":"copy","bytes":1,"family":3}]"#, "workload 0: field `family`: not a string"),
+            (r#"[{"name":"a","kind":"copy","bytes":1,"model":""}]"#, "workload 0: field `model`: empty"),
         ] {
             let e = format!("{:#}", parse(text).unwrap_err());
             assert!(e.contains(needle), "{text}: {e}");
