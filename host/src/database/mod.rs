@@ -24,6 +24,9 @@ use std::path::{Path, PathBuf};
 
 /// The records file of a run folder.
 pub const RECORDS_FILE: &str = "records.jsonl";
+/// The records file of a finished run, compressed with gzip (how a large
+/// run is committed); read like [`RECORDS_FILE`], never resumed.
+pub const RECORDS_GZ_FILE: &str = "records.jsonl.gz";
 /// The metadata file of a run folder.
 pub const META_FILE: &str = "meta.json";
 
@@ -49,14 +52,19 @@ impl RunFolder {
         self.path.join(RECORDS_FILE)
     }
 
+    /// The path of its compressed records file.
+    pub fn records_gz_path(&self) -> PathBuf {
+        self.path.join(RECORDS_GZ_FILE)
+    }
+
     /// The path of its metadata file.
     pub fn meta_path(&self) -> PathBuf {
         self.path.join(META_FILE)
     }
 
-    /// Whether it holds a records file.
+    /// Whether it holds a records file (plain or compressed).
     pub fn has_records(&self) -> bool {
-        self.records_path().is_file()
+        self.records_path().is_file() || self.records_gz_path().is_file()
     }
 
     /// Checks the folder before a run that would resume it, changing
@@ -67,6 +75,12 @@ impl RunFolder {
     pub fn check(&self) -> Result<usize> {
         if self.path.exists() && !self.path.is_dir() {
             bail!("{}: not a folder (the output folder holds {RECORDS_FILE} and {META_FILE})", self.path.display());
+        }
+        if self.records_gz_path().is_file() {
+            bail!(
+                "{}: a finished run, compressed; decompress it (gunzip -k) to add to it",
+                self.records_gz_path().display()
+            );
         }
         let records = record::count_resumable(&self.records_path())?;
         meta::read(&self.meta_path())?;
@@ -84,9 +98,15 @@ impl RunFolder {
         RecordLog::open(&self.records_path())
     }
 
-    /// Every record of the finished records file (see [`record::read_all`]).
+    /// Every record of the finished records file (see
+    /// [`record::read_all`]), or of its compressed form where there is no
+    /// plain one.
     pub fn records(&self) -> Result<Vec<Record>> {
-        record::read_all(&self.records_path())
+        let plain = self.records_path();
+        if !plain.exists() && self.records_gz_path().is_file() {
+            return record::read_all_gz(&self.records_gz_path());
+        }
+        record::read_all(&plain)
     }
 
     /// Its metadata (none recorded if the file does not exist).
@@ -111,8 +131,8 @@ impl RunFolder {
     }
 }
 
-/// The run folders under `dir`: `dir` itself if it holds a records file,
-/// else its subfolders that do, sorted by name.
+/// The run folders under `dir`: `dir` itself if it holds a records file
+/// (plain or compressed), else its subfolders that do, sorted by name.
 pub fn run_folders(dir: &Path) -> Result<Vec<RunFolder>> {
     let here = RunFolder::new(dir);
     if here.has_records() {
@@ -140,4 +160,43 @@ pub fn kernel_medians(records: &[Record], workloads: &[Workload]) -> HashMap<Str
         }
     }
     by
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn a_compressed_finished_run_reads_like_a_plain_one_and_is_never_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = RunFolder::new(dir.path().join("plain"));
+        plain.create().unwrap();
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../calib-data/h200/run1/records.jsonl"),
+            plain.records_path(),
+        )
+        .unwrap();
+        let packed = RunFolder::new(dir.path().join("packed"));
+        packed.create().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(packed.records_gz_path()).unwrap(),
+            flate2::Compression::default(),
+        );
+        gz.write_all(&std::fs::read(plain.records_path()).unwrap()).unwrap();
+        gz.finish().unwrap();
+        assert!(packed.has_records());
+        let (a, b) = (plain.records().unwrap(), packed.records().unwrap());
+        assert_eq!(a.len(), 6234);
+        assert_eq!(a, b);
+        assert_eq!(run_folders(dir.path()).unwrap(), vec![packed.clone(), plain]);
+        let e = format!("{:#}", packed.check().unwrap_err());
+        assert!(e.ends_with("records.jsonl.gz: a finished run, compressed; decompress it (gunzip -k) to add to it"), "{e}");
+
+        // A damaged or truncated compressed file names itself.
+        let bytes = std::fs::read(packed.records_gz_path()).unwrap();
+        std::fs::write(packed.records_gz_path(), &bytes[..bytes.len() / 2]).unwrap();
+        let e = format!("{:#}", packed.records().unwrap_err());
+        assert!(e.contains("records.jsonl.gz"), "{e}");
+    }
 }

@@ -189,6 +189,23 @@ fn parse_lines(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
 /// invalid line is an error naming the file and the line.
 pub fn read_all(path: &Path) -> Result<Vec<Record>> {
     let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    parse_finished(path, &bytes)
+}
+
+/// Reads every record of a finished file compressed with gzip (how a
+/// large committed run is kept); errors as [`read_all`].
+pub fn read_all_gz(path: &Path) -> Result<Vec<Record>> {
+    use std::io::Read as _;
+    let file = File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{}: not a gzip file, or a damaged one", path.display()))?;
+    parse_finished(path, &bytes)
+}
+
+/// The records of the whole text of a finished file.
+fn parse_finished(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
         let line = bytes.split(|&b| b == b'\n').count();
         bail!(
@@ -196,7 +213,7 @@ pub fn read_all(path: &Path) -> Result<Vec<Record>> {
             path.display()
         );
     }
-    parse_lines(path, &bytes)
+    parse_lines(path, bytes)
 }
 
 /// Counts the valid records of the complete lines of the file at `path`,
