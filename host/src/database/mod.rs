@@ -191,7 +191,10 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(run_folders(dir.path()).unwrap(), vec![packed.clone(), plain]);
         let e = format!("{:#}", packed.check().unwrap_err());
-        assert!(e.ends_with("records.jsonl.gz: a finished run, compressed; decompress it (gunzip -k) to add to it"), "{e}");
+        assert!(
+            e.ends_with("records.jsonl.gz: a finished run, compressed; decompress it (gunzip -k) to add to it"),
+            "{e}"
+        );
 
         // A damaged or truncated compressed file names itself.
         let bytes = std::fs::read(packed.records_gz_path()).unwrap();
