@@ -13,8 +13,9 @@
 // Shapes: any M; K and N multiples of 8 (TMA needs 16-byte row strides);
 // edge tiles are zero-filled by TMA on load and masked on store.
 //
-// Shared memory of one stage: A as one box of BM rows x 64 (K-major, row
-// r at r x 128 bytes), B as BN/64 boxes of 64 (k) rows x 64 (n) columns
+// Both tensor maps load boxes of 64 x 64 elements. Shared memory of one
+// stage: A as BM/64 boxes of 64 rows x 64 (K-major, row r at r x 128
+// bytes), B as BN/64 boxes of 64 (k) rows x 64 (n) columns
 // (MN-major: wgmma reads it transposed), each box swizzled in 128-byte
 // rows by TMA and read through the same swizzle by wgmma.
 #include "common.cuh"
@@ -33,7 +34,8 @@
 #define MI (WG_M / 64)         // m64 instructions per consumer per k16 step
 #define THREADS (128 * (CONSUMERS + 1))
 #define A_BYTES (BM * BK * 2)
-#define B_BOX_BYTES (BK * 64 * 2)
+#define A_BOX_BYTES (64 * BK * 2)  // one 64-row box of A
+#define B_BOX_BYTES (BK * 64 * 2)  // one 64-column box of B
 #define B_BYTES (BN * BK * 2)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define GROUP_M 8
@@ -227,7 +229,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                     mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
                     const unsigned bar = full + 8 * s, dst = base + s * STAGE_BYTES;
                     mbar_expect_tx(bar, STAGE_BYTES);
-                    tma_load(dst, &mapA, kt * BK, m0, z, bar);
+#pragma unroll
+                    for (int i = 0; i < BM / 64; i++)
+                        tma_load(dst + i * A_BOX_BYTES, &mapA, kt * BK, m0 + 64 * i, z, bar);
 #pragma unroll
                     for (int j = 0; j < BN / 64; j++)
                         tma_load(dst + A_BYTES + j * B_BOX_BYTES, &mapB, n0 + 64 * j, kt * BK, z, bar);

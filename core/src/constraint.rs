@@ -5,7 +5,7 @@
 //! ([`compatible`]) and is enforced by arc-consistent propagation.
 
 use crate::layer::Op;
-use crate::resource::{self, MAX_REGISTERS_PER_THREAD};
+use crate::resource::{self, MAX_REGISTERS_PER_THREAD, TMA_CONSUMER_REGISTERS};
 use crate::spec::HardwareSpec;
 use crate::state::{Layout, Placement, State};
 
@@ -78,6 +78,9 @@ pub fn check(spec: &HardwareSpec, op: &Op, state: &State) -> Result<(), Constrai
     if resource::row_bytes(op, state) % spec.alignment_bytes.max(1) != 0 {
         return Err(Constraint::Alignment);
     }
+    if state.placement == Placement::Tma && !tma_describable(op) {
+        return Err(Constraint::Alignment);
+    }
     let usage = resource::usage(op, state);
     let staged = state.placement != Placement::Dram;
     if staged && usage.sram_bytes > spec.sram_per_block_bytes {
@@ -90,15 +93,59 @@ pub fn check(spec: &HardwareSpec, op: &Op, state: &State) -> Result<(), Constrai
     if usage.threads > spec.max_threads_per_block {
         return Err(Constraint::ThreadsPerBlock);
     }
-    if usage.registers_per_thread > MAX_REGISTERS_PER_THREAD
+    let most = if state.placement == Placement::Tma { TMA_CONSUMER_REGISTERS } else { MAX_REGISTERS_PER_THREAD };
+    if usage.registers_per_thread > most
         || usage.registers_per_thread.saturating_mul(usage.threads) > spec.registers_per_sm
     {
         return Err(Constraint::Registers);
     }
-    if state.placement == Placement::Pipelined && !geometry_ok(op, state) {
+    let laid_out = match state.placement {
+        Placement::Pipelined => geometry_ok(op, state),
+        Placement::Tma => tma_geometry_ok(op, state),
+        Placement::Sram | Placement::Dram => true,
+    };
+    if !laid_out {
         return Err(Constraint::Geometry);
     }
     Ok(())
+}
+
+/// Bytes every row stride of a tensor the TMA loads must be a multiple of
+/// (`cuTensorMapEncodeTiled` refuses others).
+pub const TMA_STRIDE_ALIGNMENT: u32 = 16;
+
+/// Whether the TMA can describe the operands of `op`: the rows of A (`k`
+/// elements) and of B (`n` elements) 16-byte multiples. A `k` of 77 in
+/// fp16 cannot be described; the `mma.sync` kernel serves such layers.
+fn tma_describable(op: &Op) -> bool {
+    match *op {
+        Op::MatMul { n, k, dtype, .. } => {
+            let e = dtype.bytes();
+            (k.saturating_mul(e)) % TMA_STRIDE_ALIGNMENT == 0 && (n.saturating_mul(e)) % TMA_STRIDE_ALIGNMENT == 0
+        }
+        Op::Softmax { .. } => false,
+    }
+}
+
+/// The Hopper matmul's layout: 16-bit operands (the kernel's `wgmma` and
+/// its tensor maps), a 64-element reduction step (one swizzle atom), block
+/// columns in whole 64-column boxes, and each consumer warpgroup's rows
+/// (`BM / consumers`) one or two `wgmma` m64 instructions.
+fn tma_geometry_ok(op: &Op, state: &State) -> bool {
+    let t = &state.tile;
+    let consumers = state.warps_m / 4;
+    let sixteen_bit = op.dtype().bytes() == 2;
+    let rows = if consumers > 0 { t.m / consumers as u16 } else { 0 };
+    matches!(op, Op::MatMul { .. })
+        && sixteen_bit
+        && state.warps_n == 1
+        && state.warps_m % 4 == 0
+        && (consumers == 1 || consumers == 2)
+        && t.k == 64
+        && t.n % 64 == 0
+        && t.n <= 256
+        && (rows == 64 || rows == 128)
+        && rows * consumers as u16 == t.m
 }
 
 fn geometry_ok(op: &Op, state: &State) -> bool {

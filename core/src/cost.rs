@@ -66,7 +66,6 @@
 use crate::dtype::DType;
 use crate::layer::Op;
 use crate::resource;
-use crate::space::SpaceKind;
 use crate::spec::HardwareSpec;
 use crate::state::{Layout, Placement, State};
 use serde::{Deserialize, Serialize};
@@ -199,8 +198,13 @@ fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
 
-/// Blocks of `state` resident on one SM at once (at least 1).
+/// Blocks of `state` resident on one SM at once (at least 1). A TMA block
+/// is persistent: the grid has one per SM, and each walks its share of the
+/// tiles, so its "blocks" are tiles run one after another.
 pub fn occupancy(spec: &HardwareSpec, op: &Op, state: &State) -> u32 {
+    if state.placement == Placement::Tma {
+        return 1;
+    }
     let u = resource::usage(op, state);
     let by_sram = spec.sram_per_sm_bytes.checked_div(u.sram_bytes).unwrap_or(u32::MAX);
     let by_threads = spec.max_threads_per_sm / u.threads.max(1);
@@ -338,7 +342,7 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let warp_area = (bm / s.warps_m.max(1) as f32) * (bn / s.warps_n.max(1) as f32);
     let mma = warp_area / (warp_area + c.warp_tile_half);
     let w = resident_warps(g, s);
-    let busy = if spec.space == SpaceKind::Cuda { (w / SUB_PARTITIONS_PER_SM).min(1.0) } else { 1.0 };
+    let busy = if spec.space.is_cuda() { (w / SUB_PARTITIONS_PER_SM).min(1.0) } else { 1.0 };
     let rate_sm =
         spec.peak_flop_per_us(dtype) / sms * c.compute_efficiency * mma * busy * latency_hiding(w, c.warps_half);
     let flops_block = 2.0 * bm * bn * bk * steps;
@@ -360,7 +364,8 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
 
     // Steps: those a slot runs back to back; a pipeline of `stages`
     // buffers keeps `stages - 1` loads ahead of the compute.
-    let ahead = if pipelined { (s.stages.max(2) - 1) as f32 } else { s.stages.max(1) as f32 };
+    let ahead =
+        if pipelined || s.placement == Placement::Tma { (s.stages.max(2) - 1) as f32 } else { s.stages.max(1) as f32 };
     let ahead = if scalar_chunks > 0.0 { 1.0 } else { ahead };
     // Of that wait, the step's own compute (its tile's flops at its share
     // of the SM) covers all but `wait^2 / (wait + d)`: a large tile's long
@@ -371,11 +376,15 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let t_steps = g.per_slot() * steps * (wait + scalar_chunks * c.scalar_load_us);
 
     // Shared memory: each warp reads the rows of A and the columns of B of
-    // its warp tile from the staged tile, every k-step.
+    // its warp tile from the staged tile, every k-step; a `wgmma`
+    // warpgroup reads its rows of A and all of B once for its four warps.
     let t_smem = if s.placement == Placement::Dram {
         0.0
     } else {
-        let read = (s.warps_n.max(1) as f32 * bm + s.warps_m.max(1) as f32 * bn) * bk * e;
+        let read = match s.placement {
+            Placement::Tma => (bm + (s.warps_m / 4).max(1) as f32 * bn) * bk * e,
+            _ => (s.warps_n.max(1) as f32 * bm + s.warps_m.max(1) as f32 * bn) * bk * e,
+        };
         let smem_rate = spec.peak_flop_per_us(dtype) / sms * c.smem_bytes_per_flop;
         g.blocks_per_sm as f32 * steps * read / smem_rate
     };

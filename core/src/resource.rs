@@ -10,6 +10,15 @@ use crate::state::{Placement, State};
 /// (addresses, loop counters, pipeline bookkeeping).
 pub const BASE_REGISTERS_PER_THREAD: u32 = 32;
 
+/// Shared memory a TMA block holds besides its stages: 1 KB of slack to
+/// align the swizzled buffers to 1024 bytes, and two 8-byte mbarriers per
+/// stage (`kernels/matmul_tma.cu` counts the same).
+pub const TMA_FIXED_SMEM_BYTES: u32 = 1024;
+
+/// Registers a consumer thread of the Hopper matmul may take
+/// (`setmaxnreg` in `kernels/matmul_tma.cu`).
+pub const TMA_CONSUMER_REGISTERS: u32 = 232;
+
 /// Most registers one thread may hold.
 pub const MAX_REGISTERS_PER_THREAD: u32 = 255;
 
@@ -60,9 +69,20 @@ pub fn usage(op: &Op, state: &State) -> Usage {
             let per_stage = mul(bm, bk + SMEM_ROW_PAD).saturating_add(mul(bk, bn + SMEM_ROW_PAD));
             (mul(mul(stages, per_stage), e), acc.saturating_add(frags + BASE_REGISTERS_PER_THREAD))
         }
+        (Op::MatMul { .. }, Placement::Tma) => {
+            // Stages of A (BM x BK) and B (BK x BN), their barriers, the
+            // alignment slack; each consumer warpgroup holds its rows of
+            // the tile's accumulators, one fp32 per element over its 128
+            // threads.
+            let stages = state.stages.max(1) as u32;
+            let consumers = (state.warps_m as u32 / 4).max(1);
+            let per_stage = mul(bm, bk).saturating_add(mul(bk, bn));
+            let sram = mul(mul(stages, per_stage), e).saturating_add(TMA_FIXED_SMEM_BYTES + 16 * stages);
+            (sram, mul(bm / consumers, bn) / 128 + BASE_REGISTERS_PER_THREAD)
+        }
         (Op::Softmax { .. }, Placement::Sram) => (mul(mul(bm, bn), e), BASE_REGISTERS_PER_THREAD),
         (Op::Softmax { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),
-        (Op::Softmax { .. }, Placement::Pipelined) => {
+        (Op::Softmax { .. }, Placement::Pipelined | Placement::Tma) => {
             // The row chunk sits in registers; shared memory holds one
             // (max, sum) pair per warp for the block reduction.
             let per_thread = bn.div_ceil(threads);

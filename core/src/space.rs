@@ -11,6 +11,12 @@
 //!   `kernels/`: a tensor-core matmul with BM, BN, BK, the warp grid and the
 //!   pipeline depth as parameters, and a row softmax with the column block
 //!   and the threads per row as parameters.
+//! - [`SpaceKind::Hopper`]: the CUDA space and, after its matmul states,
+//!   those of the Hopper matmul (`kernels/matmul_tma.cu`: TMA, `wgmma`,
+//!   warp-specialized, persistent; [`Placement::Tma`]), with the block
+//!   tile, the consumer warpgroups and the pipeline depth as parameters.
+//!   The CUDA matmul table is a prefix of the Hopper one, so a state keeps
+//!   its index in both.
 
 use crate::layer::{Op, OpKind};
 use crate::state::{Layout, Placement, State, Tile};
@@ -27,6 +33,15 @@ pub enum SpaceKind {
     Tiles,
     /// The CUDA kernels' compile-time configurations.
     Cuda,
+    /// The CUDA kernels and the Hopper-only (`sm_90a`) matmul family.
+    Hopper,
+}
+
+impl SpaceKind {
+    /// Whether the space holds CUDA kernels (of any architecture).
+    pub const fn is_cuda(self) -> bool {
+        matches!(self, SpaceKind::Cuda | SpaceKind::Hopper)
+    }
 }
 
 /// Tile sides of the [`SpaceKind::Tiles`] space.
@@ -50,6 +65,20 @@ const CUDA_MATMUL_LEN: usize = CUDA_MATMUL_BM.len()
     * CUDA_MATMUL_BK.len()
     * CUDA_MATMUL_WARPS.len()
     * CUDA_MATMUL_STAGES.len();
+
+/// Block rows of the Hopper matmul.
+pub const HOPPER_MATMUL_BM: [u16; 3] = [64, 128, 256];
+/// Block columns of the Hopper matmul (the `wgmma` N).
+pub const HOPPER_MATMUL_BN: [u16; 3] = [64, 128, 256];
+/// Reduction step of the Hopper matmul: one 128-byte swizzle atom of fp16.
+pub const HOPPER_MATMUL_BK: u16 = 64;
+/// Consumer warpgroups of the Hopper matmul (besides its producer).
+pub const HOPPER_MATMUL_CONSUMERS: [u8; 2] = [1, 2];
+/// Pipeline depths of the Hopper matmul.
+pub const HOPPER_MATMUL_STAGES: [u8; 4] = [2, 3, 4, 6];
+const HOPPER_TMA_LEN: usize =
+    HOPPER_MATMUL_BM.len() * HOPPER_MATMUL_BN.len() * HOPPER_MATMUL_CONSUMERS.len() * HOPPER_MATMUL_STAGES.len();
+const HOPPER_MATMUL_LEN: usize = CUDA_MATMUL_LEN + HOPPER_TMA_LEN;
 
 /// Column blocks of the CUDA softmax (elements of a row handled per step).
 pub const CUDA_SOFTMAX_COLS: [u16; 8] = [32, 64, 128, 256, 512, 1024, 2048, 4096];
@@ -98,8 +127,8 @@ const fn tiles_table(softmax: bool) -> [State; TILES_LEN] {
 
 // Evaluated at compile time only: an index out of range fails the build.
 #[allow(clippy::indexing_slicing)]
-const fn cuda_matmul_table() -> [State; CUDA_MATMUL_LEN] {
-    let mut out = [PLACEHOLDER; CUDA_MATMUL_LEN];
+const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
+    let mut out = [PLACEHOLDER; HOPPER_MATMUL_LEN];
     let mut i = 0;
     let mut a = 0;
     while a < CUDA_MATMUL_BM.len() {
@@ -123,6 +152,33 @@ const fn cuda_matmul_table() -> [State; CUDA_MATMUL_LEN] {
                         s += 1;
                     }
                     w += 1;
+                }
+                c += 1;
+            }
+            b += 1;
+        }
+        a += 1;
+    }
+    // The Hopper family: a warpgroup of four warps per consumer, the
+    // producer warpgroup besides them (see `State::threads`).
+    let mut a = 0;
+    while a < HOPPER_MATMUL_BM.len() {
+        let mut b = 0;
+        while b < HOPPER_MATMUL_BN.len() {
+            let mut c = 0;
+            while c < HOPPER_MATMUL_CONSUMERS.len() {
+                let mut s = 0;
+                while s < HOPPER_MATMUL_STAGES.len() {
+                    out[i] = State {
+                        tile: Tile { m: HOPPER_MATMUL_BM[a], n: HOPPER_MATMUL_BN[b], k: HOPPER_MATMUL_BK },
+                        warps_m: 4 * HOPPER_MATMUL_CONSUMERS[c],
+                        warps_n: 1,
+                        stages: HOPPER_MATMUL_STAGES[s],
+                        placement: Placement::Tma,
+                        layout: Layout::RowMajor,
+                    };
+                    i += 1;
+                    s += 1;
                 }
                 c += 1;
             }
@@ -160,7 +216,7 @@ const fn cuda_softmax_table() -> [State; CUDA_SOFTMAX_LEN] {
 
 static TILES_MATMUL: [State; TILES_LEN] = tiles_table(false);
 static TILES_SOFTMAX: [State; TILES_LEN] = tiles_table(true);
-static CUDA_MATMUL: [State; CUDA_MATMUL_LEN] = cuda_matmul_table();
+static HOPPER_MATMUL: [State; HOPPER_MATMUL_LEN] = hopper_matmul_table();
 static CUDA_SOFTMAX: [State; CUDA_SOFTMAX_LEN] = cuda_softmax_table();
 
 /// The candidate states of an operator in a space, in tie-break order.
@@ -168,8 +224,9 @@ pub fn states(space: SpaceKind, op: OpKind) -> &'static [State] {
     match (space, op) {
         (SpaceKind::Tiles, OpKind::MatMul) => &TILES_MATMUL,
         (SpaceKind::Tiles, OpKind::Softmax) => &TILES_SOFTMAX,
-        (SpaceKind::Cuda, OpKind::MatMul) => &CUDA_MATMUL,
-        (SpaceKind::Cuda, OpKind::Softmax) => &CUDA_SOFTMAX,
+        (SpaceKind::Cuda, OpKind::MatMul) => HOPPER_MATMUL.get(..CUDA_MATMUL_LEN).unwrap_or(&HOPPER_MATMUL),
+        (SpaceKind::Hopper, OpKind::MatMul) => &HOPPER_MATMUL,
+        (SpaceKind::Cuda | SpaceKind::Hopper, OpKind::Softmax) => &CUDA_SOFTMAX,
     }
 }
 

@@ -36,6 +36,12 @@ pub enum Placement {
     /// Operands staged in shared memory through a `stages`-deep
     /// asynchronous pipeline, accumulator in registers (the CUDA kernels).
     Pipelined,
+    /// Operands staged in swizzled shared memory by the tensor memory
+    /// accelerator (TMA) through an mbarrier pipeline of `stages` buffers,
+    /// read from there by `wgmma`; a producer warpgroup loads, `warps_m /
+    /// 4` consumer warpgroups compute, accumulators in registers; one block
+    /// per SM walks the tiles (the Hopper matmul).
+    Tma,
 }
 
 impl Placement {
@@ -45,6 +51,7 @@ impl Placement {
             Placement::Sram => "sram",
             Placement::Dram => "dram",
             Placement::Pipelined => "pipelined",
+            Placement::Tma => "tma",
         }
     }
 }
@@ -97,12 +104,14 @@ pub struct State {
 }
 
 impl State {
-    /// Threads of one block (32 per warp).
+    /// Threads of one block (32 per warp, and a TMA block's producer
+    /// warpgroup of 128).
     pub const fn threads(&self) -> u32 {
-        32 * self.warps_m as u32 * self.warps_n as u32
+        let producer = if matches!(self.placement, Placement::Tma) { 128 } else { 0 };
+        32 * self.warps_m as u32 * self.warps_n as u32 + producer
     }
 
-    /// Warps of one block.
+    /// Warps that compute (a TMA block's consumers, not its producer).
     pub const fn warps(&self) -> u32 {
         self.warps_m as u32 * self.warps_n as u32
     }

@@ -12,7 +12,7 @@ use hwwfc_core::schedule::Schedule;
 use hwwfc_core::space::{self, SpaceKind};
 use hwwfc_core::spec::{HardwareSpec, SpecError, SpecField};
 use hwwfc_core::wire::{self, Message, WireError, WIRE_VERSION};
-use hwwfc_core::{exact, exhaustive, presets, wfc, DType, Problem, ScheduleProblem, SolveError};
+use hwwfc_core::{exact, exhaustive, presets, wfc, DType, Placement, Problem, ScheduleProblem, SolveError};
 use support::DenseProblem;
 
 fn mm(m: u32, n: u32, k: u32, batch: u32) -> Op {
@@ -455,8 +455,9 @@ fn corrupt_schedule_bytes() {
         + [s.state.tile.m, s.state.tile.n, s.state.tile.k].map(varint_len).iter().sum::<usize>()
         + 3;
     assert_eq!(bytes[at], s.state.placement as u8);
+    // One past the last placement (`Tma`, variant 3).
     let mut b = bytes.clone();
-    b[at] = 3;
+    b[at] = Placement::Tma as u8 + 1;
     assert_eq!(wire::from_bytes::<Schedule<8>>(&b), Err(WireError::Malformed));
     let mut b = bytes.clone();
     b[at + 1] = 0x7f;

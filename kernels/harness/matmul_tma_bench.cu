@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
                 unsigned stage = (c.bm * 64 + 64 * c.bn) * 2;
                 unsigned smem = c.stages * stage + 16 * c.stages + 1024;
                 CK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
-                CUtensorMap ma = tensor_map(A, bf16, s.k, s.m, s.batch, 64, c.bm);
+                CUtensorMap ma = tensor_map(A, bf16, s.k, s.m, s.batch, 64, 64);
                 CUtensorMap mb = tensor_map(B, bf16, s.n, s.k, s.batch, 64, 64);
                 int tiles = ((s.m + c.bm - 1) / c.bm) * ((s.n + c.bn - 1) / c.bn) * s.batch;
                 int grid = std::min(tiles, sms);

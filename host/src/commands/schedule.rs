@@ -61,8 +61,8 @@ fn measure(
     use crate::family::{self, Config};
     use crate::input::workload_file::Workload;
     use hwwfc_core::{Op, Problem};
-    if spec.space != hwwfc_core::space::SpaceKind::Cuda {
-        anyhow::bail!("--measure runs the CUDA kernels: use a spec of the cuda space (such as h200)");
+    if !spec.space.is_cuda() {
+        anyhow::bail!("--measure runs the CUDA kernels: use a spec of the cuda or hopper space (such as h200)");
     }
     // The exact schedule where it ran, else WFC's.
     let solution = match (&outcome.exact, &outcome.wfc) {
@@ -96,16 +96,16 @@ fn measure(
     println!("{:<14} {:>24} {:>12} {:>12} {:>24}", "layer", "scheduled", "time_us", "best_us", "best config");
     let (mut sum_chosen, mut sum_best) = (0.0, 0.0);
     for l in &m.layers {
-        let fam = family::for_kind(l.workload.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul));
+        let kind = l.workload.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul);
         sum_chosen += l.scheduled_us.unwrap_or(f64::NAN);
         sum_best += l.best.map_or(f64::NAN, |b| b.1);
         println!(
             "{:<14} {:>24} {:>12.2} {:>12.2} {:>24}",
             l.workload.name(),
-            fam.label(&l.scheduled),
+            family::for_config(kind, &l.scheduled).label(&l.scheduled),
             l.scheduled_us.unwrap_or(f64::NAN),
             l.best.map_or(f64::NAN, |b| b.1),
-            l.best.map_or("-".into(), |b| fam.label(&b.0))
+            l.best.map_or("-".into(), |b| family::for_config(kind, &b.0).label(&b.0))
         );
     }
     println!(

@@ -17,7 +17,6 @@ use crate::family::Config;
 use crate::gpu::Timing;
 use crate::input::workload_file::Workload;
 use anyhow::{bail, Context, Result};
-use hwwfc_core::space::{self, SpaceKind};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -140,7 +139,7 @@ impl Record {
         self.workload.check().map_err(|e| format!("workload `{name}`: {e}"))?;
         match (self.workload.op(), &self.config) {
             (Some(op), Some(c)) => {
-                let table = space::states(SpaceKind::Cuda, op.kind());
+                let table = crate::family::config::record_table(op.kind());
                 if table.get(c.index as usize) != Some(&c.state()) {
                     return Err(format!(
                         "workload `{name}`: configuration {} is not the core's {} state {} (records of another version?)",
@@ -286,6 +285,7 @@ impl RecordLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hwwfc_core::space::{self, SpaceKind};
 
     fn rec(name: &str, index: u16) -> Record {
         Record {

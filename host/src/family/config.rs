@@ -3,7 +3,7 @@
 //! operator that pass the core's constraints on a device.
 
 use hwwfc_core::space::{self, SpaceKind};
-use hwwfc_core::{constraint, HardwareSpec, Op, State, StateIndex};
+use hwwfc_core::{constraint, HardwareSpec, Op, Placement, State, StateIndex};
 use serde::{Deserialize, Serialize};
 
 /// One configuration of a kernel: its index in the core's table and the
@@ -24,6 +24,19 @@ pub struct Config {
     pub warps_n: u8,
     /// Pipeline stages.
     pub stages: u8,
+    /// The kernel family's placement: `pipelined` (the `mma.sync` matmul,
+    /// the softmax) or `tma` (the Hopper matmul); written in records only
+    /// where it is not `pipelined`, so older records read unchanged.
+    #[serde(default = "pipelined", skip_serializing_if = "is_pipelined")]
+    pub placement: Placement,
+}
+
+fn pipelined() -> Placement {
+    Placement::Pipelined
+}
+
+fn is_pipelined(p: &Placement) -> bool {
+    *p == Placement::Pipelined
 }
 
 impl Config {
@@ -37,12 +50,13 @@ impl Config {
             warps_m: s.warps_m,
             warps_n: s.warps_n,
             stages: s.stages,
+            placement: s.placement,
         }
     }
 
     /// Threads of one block.
     pub fn threads(&self) -> u32 {
-        32 * self.warps_m as u32 * self.warps_n as u32
+        self.state().threads()
     }
 
     /// The core state this configuration stands for.
@@ -52,16 +66,32 @@ impl Config {
             warps_m: self.warps_m,
             warps_n: self.warps_n,
             stages: self.stages,
-            placement: hwwfc_core::Placement::Pipelined,
+            placement: self.placement,
             layout: hwwfc_core::Layout::RowMajor,
         }
     }
 }
 
+/// The CUDA space of `spec`: its own where it is one, the CUDA kernels'
+/// otherwise.
+pub fn cuda_space(spec: &HardwareSpec) -> SpaceKind {
+    if spec.space.is_cuda() {
+        spec.space
+    } else {
+        SpaceKind::Cuda
+    }
+}
+
+/// The states a record's configuration index may name: the widest CUDA
+/// table, of which the others are prefixes.
+pub fn record_table(kind: hwwfc_core::OpKind) -> &'static [State] {
+    space::states(SpaceKind::Hopper, kind)
+}
+
 /// The configurations of `op` that the core allows on `spec`, in the
 /// core's table order.
 pub fn configs(spec: &HardwareSpec, op: &Op) -> Vec<Config> {
-    space::states(SpaceKind::Cuda, op.kind())
+    space::states(cuda_space(spec), op.kind())
         .iter()
         .enumerate()
         .filter(|(_, s)| space::applicable(op, s) && constraint::check(spec, op, s).is_ok())

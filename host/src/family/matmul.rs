@@ -21,7 +21,7 @@ pub const TOLERANCE: f64 = 1e-2;
 pub struct MmaSync;
 
 /// `[m, n, k, batch]` of a matmul (zeros for another operator).
-fn dims(op: &Op) -> [u32; 4] {
+pub(super) fn dims(op: &Op) -> [u32; 4] {
     match *op {
         Op::MatMul { m, n, k, batch, .. } => [m, n, k, batch],
         _ => [0; 4],
@@ -71,7 +71,7 @@ impl KernelFamily for MmaSync {
         format!("{}x{}x{} w{}x{} s{}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages)
     }
 
-    fn launch(&self, op: &Op, c: &Config) -> LaunchConfig {
+    fn launch(&self, op: &Op, c: &Config, _sm_count: u32) -> LaunchConfig {
         let [m, n, _, batch] = dims(op);
         LaunchConfig {
             grid_dim: (n.div_ceil(c.tile_n as u32) * m.div_ceil(c.tile_m as u32), batch, 1),
@@ -91,6 +91,32 @@ impl KernelFamily for MmaSync {
     }
 
     fn workspace<'a>(&self, tools: Tools<'a>, op: &Op, inputs: Inputs) -> Result<Box<dyn Workspace + 'a>> {
+        Ok(Box::new(MatmulWorkspace::new(tools, op, inputs)?))
+    }
+
+    fn has_baseline(&self) -> bool {
+        true
+    }
+}
+
+/// The buffers of a matmul: rotated sets of random fp16 operands, the
+/// output, and cuBLAS's output on the first set as the reference. Every
+/// matmul family runs in one of these (the Hopper family adds its tensor
+/// maps).
+pub(super) struct MatmulWorkspace<'a> {
+    pub(super) tools: Tools<'a>,
+    /// `[m, n, k, batch]`.
+    pub(super) dims: [u32; 4],
+    /// `(A, B)` per input set.
+    pub(super) sets: Vec<(CudaSlice<u16>, CudaSlice<u16>)>,
+    pub(super) out: CudaSlice<u16>,
+    reference: Option<CudaSlice<u16>>,
+}
+
+impl<'a> MatmulWorkspace<'a> {
+    /// Allocates and fills the buffers of `op` (and its reference, checked
+    /// against fp64 on the CPU, if asked).
+    pub(super) fn new(tools: Tools<'a>, op: &Op, inputs: Inputs) -> Result<Self> {
         let stream = &tools.gpu.stream;
         let [a_len, b_len, c_len] = lens(op);
         let mut sets = Vec::new();
@@ -113,20 +139,8 @@ impl KernelFamily for MmaSync {
             verify_reference(&tools, ws.dims.map(|d| d as usize), a, b, &reference)?;
             ws.reference = Some(reference);
         }
-        Ok(Box::new(ws))
+        Ok(ws)
     }
-
-    fn has_baseline(&self) -> bool {
-        true
-    }
-}
-
-struct MatmulWorkspace<'a> {
-    tools: Tools<'a>,
-    dims: [u32; 4],
-    sets: Vec<(CudaSlice<u16>, CudaSlice<u16>)>,
-    out: CudaSlice<u16>,
-    reference: Option<CudaSlice<u16>>,
 }
 
 impl Workspace for MatmulWorkspace<'_> {

@@ -10,20 +10,23 @@
 //! - [`config`]: a configuration (a core state by its table index);
 //! - [`matmul`]: the tiled tensor-core matmul (`mma.sync`), checked against
 //!   cuBLAS and timed beside it;
+//! - [`matmul_tma`]: the Hopper matmul (TMA, `wgmma`, warp-specialized,
+//!   persistent), on the same inputs, reference and baseline;
 //! - [`softmax`]: the row softmax, checked against an fp64 reference.
 
 pub mod config;
 pub mod matmul;
+pub mod matmul_tma;
 pub mod softmax;
 
-pub use config::{configs, Config};
+pub use config::Config;
 
 use crate::gpu::blas::Blas;
 use crate::gpu::support::Support;
 use crate::gpu::{Gpu, KernelSource, Program};
 use anyhow::Result;
 use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
-use hwwfc_core::{HardwareSpec, Op, OpKind};
+use hwwfc_core::{HardwareSpec, Op, OpKind, Placement};
 
 /// What a workspace is built with: the device, its support kernels and
 /// cuBLAS.
@@ -57,6 +60,16 @@ pub trait KernelFamily: Sync {
     fn name(&self) -> &'static str;
     /// The operator it computes.
     fn op_kind(&self) -> OpKind;
+    /// The placement of its states in the core's tables, which tells the
+    /// families of one operator apart.
+    fn placement(&self) -> Placement {
+        Placement::Pipelined
+    }
+    /// Whether it needs the architecture-specific target (`sm_90a` on an
+    /// `sm_90` device: `wgmma`, `setmaxnreg`).
+    fn arch_specific(&self) -> bool {
+        false
+    }
     /// Its CUDA file.
     fn source(&self) -> KernelSource;
     /// The kernel's entry point in the file.
@@ -65,8 +78,9 @@ pub trait KernelFamily: Sync {
     fn defines(&self, c: &Config) -> Vec<(String, u32)>;
     /// A short label of `c`, such as `128x128x32 w2x2 s3`.
     fn label(&self, c: &Config) -> String;
-    /// Grid, block and dynamic shared memory of `c` on `op`.
-    fn launch(&self, op: &Op, c: &Config) -> LaunchConfig;
+    /// Grid, block and dynamic shared memory of `c` on `op`, on a device of
+    /// `sm_count` SMs.
+    fn launch(&self, op: &Op, c: &Config, sm_count: u32) -> LaunchConfig;
     /// Device bytes of one set of inputs of `op`.
     fn input_set_bytes(&self, op: &Op) -> usize;
     /// Device bytes of the output and the reference of `op`.
@@ -82,12 +96,12 @@ pub trait KernelFamily: Sync {
 
     /// The program of configuration `c`: the source with its options.
     fn program(&self, c: &Config) -> Program {
-        Program { source: self.source(), defines: self.defines(c) }
+        Program { source: self.source(), defines: self.defines(c), arch_specific: self.arch_specific() }
     }
-    /// The configurations of `op` that the core allows on `spec`, in the
-    /// core's table order.
+    /// The configurations of `op` that the core allows on `spec` and this
+    /// family runs, in the core's table order.
     fn configs(&self, spec: &HardwareSpec, op: &Op) -> Vec<Config> {
-        config::configs(spec, op)
+        config::configs(spec, op).into_iter().filter(|c| c.placement == self.placement()).collect()
     }
 }
 
@@ -109,17 +123,30 @@ pub trait Workspace {
     }
 }
 
-/// The family of an operator kind.
-pub fn for_kind(kind: OpKind) -> &'static dyn KernelFamily {
-    match kind {
-        OpKind::MatMul => &matmul::MmaSync,
-        OpKind::Softmax => &softmax::RowSoftmax,
-    }
-}
-
 /// Every family.
 pub fn all() -> &'static [&'static dyn KernelFamily] {
-    &[&matmul::MmaSync, &softmax::RowSoftmax]
+    &[&matmul::MmaSync, &matmul_tma::TmaWgmma, &softmax::RowSoftmax]
+}
+
+/// The families of an operator kind, the one with the vendor's baseline
+/// first.
+pub fn for_kind(kind: OpKind) -> impl Iterator<Item = &'static dyn KernelFamily> {
+    all().iter().copied().filter(move |f| f.op_kind() == kind)
+}
+
+/// The family that runs configuration `c` of an operator of `kind` (the
+/// kind's first family where none claims the configuration's placement).
+pub fn for_config(kind: OpKind, c: &Config) -> &'static dyn KernelFamily {
+    for_kind(kind).find(|f| f.placement() == c.placement).unwrap_or(match kind {
+        OpKind::MatMul => &matmul::MmaSync,
+        OpKind::Softmax => &softmax::RowSoftmax,
+    })
+}
+
+/// The configurations of `op` on `spec` over every family of its kind, in
+/// the core's table order.
+pub fn configs(spec: &HardwareSpec, op: &Op) -> Vec<Config> {
+    for_kind(op.kind()).flat_map(|f| f.configs(spec, op)).collect()
 }
 
 #[cfg(test)]
@@ -129,7 +156,7 @@ mod tests {
 
     fn h200() -> HardwareSpec {
         let mut s = hwwfc_core::presets::stress_gpu();
-        s.space = hwwfc_core::space::SpaceKind::Cuda;
+        s.space = hwwfc_core::space::SpaceKind::Hopper;
         s.sram_per_block_bytes = 232448;
         s.sram_per_sm_bytes = 233472;
         s.alignment_bytes = 16;
@@ -148,7 +175,7 @@ mod tests {
     #[test]
     fn every_family_is_found_by_its_operator_and_declares_its_entry_point() {
         for &f in all() {
-            assert_eq!(for_kind(f.op_kind()).name(), f.name());
+            assert!(for_kind(f.op_kind()).any(|g| g.name() == f.name()));
             let text = f.source().text();
             assert!(
                 text.contains(&format!("{}(", f.entry())) && text.contains("extern \"C\" __global__"),
@@ -164,13 +191,17 @@ mod tests {
     fn every_configuration_is_its_own_program_and_launches_within_the_limits() {
         let spec = h200();
         for &f in all() {
-            let op = op_of(f.op_kind());
+            let mut op = op_of(f.op_kind());
+            if f.placement() == Placement::Tma {
+                // The TMA needs 16-byte rows: N and K multiples of 8.
+                op = Op::MatMul { m: 77, n: 50264, k: 200, batch: 3, dtype: DType::F16 };
+            }
             let configs = f.configs(&spec, &op);
             assert!(!configs.is_empty(), "{}", f.name());
             let mut programs = std::collections::HashSet::new();
             for c in &configs {
                 assert!(programs.insert(f.program(c)), "{}: two configurations compile to one program", f.name());
-                let l = f.launch(&op, c);
+                let l = f.launch(&op, c, spec.sm_count);
                 let threads = l.block_dim.0 * l.block_dim.1 * l.block_dim.2;
                 assert!(threads <= spec.max_threads_per_block, "{}", f.label(c));
                 assert!(l.shared_mem_bytes <= spec.sram_per_block_bytes, "{}", f.label(c));

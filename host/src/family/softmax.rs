@@ -56,7 +56,7 @@ impl KernelFamily for RowSoftmax {
         format!("c{} t{}", c.tile_n, c.threads())
     }
 
-    fn launch(&self, op: &Op, c: &Config) -> LaunchConfig {
+    fn launch(&self, op: &Op, c: &Config, _sm_count: u32) -> LaunchConfig {
         LaunchConfig { grid_dim: (dims(op)[0], 1, 1), block_dim: (c.threads(), 1, 1), shared_mem_bytes: 0 }
     }
 

@@ -160,7 +160,12 @@ impl DeviceInfo {
 /// constraints check against the real hardware.
 pub fn device_limits(spec: &hwwfc_core::HardwareSpec, info: &DeviceInfo) -> hwwfc_core::HardwareSpec {
     let mut s = spec.clone();
-    s.space = hwwfc_core::space::SpaceKind::Cuda;
+    // Hopper (compute capability 9.x) runs the `sm_90a` family too.
+    s.space = if info.compute_capability.0 == 9 {
+        hwwfc_core::space::SpaceKind::Hopper
+    } else {
+        hwwfc_core::space::SpaceKind::Cuda
+    };
     s.sram_per_block_bytes = info.smem_per_block_optin;
     s.sram_per_sm_bytes = info.smem_per_sm;
     s.sm_count = info.sm_count;

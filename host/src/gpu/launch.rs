@@ -9,6 +9,7 @@
 //! a family with a signature already here (a matmul taking `A, B, C, M, N,
 //! K`) adds none.
 
+use super::tensor_map::TensorMap;
 use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtrMut, DriverError, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
 
@@ -42,6 +43,23 @@ pub fn gemm_f16(
     // shapes the kernel reads and writes (the caller allocated them for
     // these dimensions).
     unsafe { stream.launch_builder(f).arg(a).arg(b).arg(c).arg(&m).arg(&n).arg(&k).launch(cfg) }.map(|_| ())
+}
+
+/// `matmul_tma(TensorMap A, TensorMap B, half_t* C, int M, int N, int K, int
+/// batch)`: the product of the Hopper matmul, its operands described by
+/// tensor maps of `batch` row-major `M x K` and `K x N` matrices.
+pub fn gemm_tma(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    [a, b]: [&TensorMap; 2],
+    c: &mut CudaSlice<u16>,
+    [m, n, k, batch]: [u32; 4],
+) -> Result<(), DriverError> {
+    let (m, n, k, batch) = (m as i32, n as i32, k as i32, batch as i32);
+    // SAFETY: the arguments are the signature above; the maps describe the
+    // operands of these dimensions, and `c` holds `batch * m * n` elements.
+    unsafe { stream.launch_builder(f).arg(a).arg(b).arg(c).arg(&m).arg(&n).arg(&k).arg(&batch).launch(cfg) }.map(|_| ())
 }
 
 /// `kernel(const float* X, float* Y, int rows, int cols)`: a row-wise

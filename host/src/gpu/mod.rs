@@ -7,6 +7,7 @@
 //! - [`launch`]: one typed launch per kernel signature, the only place
 //!   where kernel arguments are pushed;
 //! - [`support`]: random inputs, poisoned outputs, references and checks;
+//! - [`tensor_map`]: TMA descriptors of device tensors;
 //! - [`blas`]: cuBLAS, the vendor's matmul;
 //! - [`timer`]: event timing with the L2 flushed, alone or side by side.
 //!
@@ -18,6 +19,7 @@ pub mod device;
 pub mod launch;
 pub mod source;
 pub mod support;
+pub mod tensor_map;
 pub mod timer;
 
 pub use device::{DeviceInfo, Gpu};

@@ -53,6 +53,10 @@ pub struct Program {
     pub source: KernelSource,
     /// `-D NAME=VALUE` parameters.
     pub defines: Vec<(String, u32)>,
+    /// Whether to compile for the architecture-specific target (`sm_90a`
+    /// for an `sm_90` device), whose instructions run on that architecture
+    /// alone.
+    pub arch_specific: bool,
 }
 
 impl Program {
@@ -64,7 +68,8 @@ impl Program {
         let src = CString::new(self.source.text()).map_err(|e| e.to_string())?;
         let name = CString::new(self.source.file).map_err(|e| e.to_string())?;
         let mut options: Vec<String> = self.defines.iter().map(|(k, v)| format!("-D{k}={v}")).collect();
-        options.push(format!("--gpu-architecture={arch}"));
+        let suffix = if self.arch_specific { "a" } else { "" };
+        options.push(format!("--gpu-architecture={arch}{suffix}"));
         options.push("-std=c++17".into());
         let prog = result::create_program(&src, Some(&name)).map_err(|e| format!("{e:?}"))?;
         // SAFETY: `prog` is a live program; the options are plain strings.

@@ -25,7 +25,7 @@ pub struct Support {
 impl Support {
     /// The support program (no parameters).
     pub fn program() -> Program {
-        Program { source: SOURCE, defines: vec![] }
+        Program { source: SOURCE, defines: vec![], arch_specific: false }
     }
 
     /// The support kernels of `module` (compiled from [`Support::program`]).

@@ -74,6 +74,7 @@ pub fn render(v: &ScheduleView<'_>) -> String {
         match v.spec.spec.space {
             hwwfc_core::space::SpaceKind::Tiles => "tiles",
             hwwfc_core::space::SpaceKind::Cuda => "cuda",
+            hwwfc_core::space::SpaceKind::Hopper => "hopper",
         },
         v.coefficients.origin,
     );

@@ -40,11 +40,11 @@ pub fn time_chain(ordinal: usize, layers: &[(Workload, Config)], policy: &Timing
     let mut prepared = Vec::new();
     for (i, (w, c)) in layers.iter().enumerate() {
         let op = w.op().ok_or_else(|| anyhow!("layer `{}` is not a matmul or softmax", w.name()))?;
-        let family = family::for_kind(op.kind());
+        let family = family::for_config(op.kind(), c);
         let ptx = family.program(c).compile(&arch).map_err(|e| anyhow!("layer `{}`: {e}", w.name()))?;
         let module = gpu.ctx.load_module(ptx).map_err(drv)?;
         let f = module.load_function(family.entry()).map_err(drv)?;
-        let cfg = family.launch(&op, c);
+        let cfg = family.launch(&op, c, gpu.info.sm_count);
         if cfg.shared_mem_bytes > 0 {
             f.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -19,7 +19,7 @@ pub const TRANSPOSE_ENTRY: &str = "transpose";
 
 /// The transpose's program (no parameters).
 pub fn transpose_program() -> Program {
-    Program { source: TRANSPOSE, defines: vec![] }
+    Program { source: TRANSPOSE, defines: vec![], arch_specific: false }
 }
 
 /// The compiled kernels of a run.

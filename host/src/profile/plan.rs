@@ -1,5 +1,5 @@
 //! The plan of a run: for every workload, the records still to make (the
-//! configurations its family allows and the selection keeps, the vendor's
+//! configurations its families allow and the selection keeps, the vendor's
 //! baseline where asked, or the anchor), leaving out every record already
 //! in the records file.
 
@@ -35,8 +35,7 @@ pub fn plan(opts: &Options, spec: &HardwareSpec, log: &RecordLog) -> Plan {
         let mut tasks = Vec::new();
         match w.op() {
             Some(op) => {
-                let family = family::for_kind(op.kind());
-                let all = family.configs(spec, &op);
+                let all = family::configs(spec, &op);
                 let chosen = match &opts.select {
                     Some(select) => select(spec, &op, all),
                     None => all,
@@ -46,7 +45,8 @@ pub fn plan(opts: &Options, spec: &HardwareSpec, log: &RecordLog) -> Plan {
                         tasks.push(Task { source: Source::Kernel, config: Some(c) });
                     }
                 }
-                if opts.cublas && family.has_baseline() && !log.contains(&key(Source::Cublas, None)) {
+                let baseline = family::for_kind(op.kind()).any(|f| f.has_baseline());
+                if opts.cublas && baseline && !log.contains(&key(Source::Cublas, None)) {
                     tasks.push(Task { source: Source::Cublas, config: None });
                 }
             }
@@ -70,8 +70,8 @@ pub fn programs(workloads: &[Workload], plan: &Plan) -> Vec<(Program, &'static s
     let mut programs: Vec<(Program, &'static str)> = Vec::new();
     for (wi, tasks) in plan {
         let Some(op) = workloads.get(*wi).and_then(Workload::op) else { continue };
-        let family = family::for_kind(op.kind());
         for c in tasks.iter().filter_map(|t| t.config) {
+            let family = family::for_config(op.kind(), &c);
             let p = family.program(&c);
             if !programs.iter().any(|(q, _)| *q == p) {
                 programs.push((p, family.entry()));

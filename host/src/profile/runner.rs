@@ -83,10 +83,28 @@ pub fn run(opts: &Options) -> Result<Summary> {
 }
 
 impl Context<'_> {
-    /// Measures the tasks of one workload: its family's, or its anchor.
+    /// Measures the tasks of one workload: its families', each in its own
+    /// workspace (the vendor's baseline with the first family that has
+    /// one), or its anchor.
     fn workload(&mut self, w: &Workload, tasks: &[Task]) -> Result<Vec<Record>> {
         if let Some(op) = w.op() {
-            return self.family_workload(w, &op, family::for_kind(op.kind()), tasks);
+            let kind = op.kind();
+            let baseline = family::for_kind(kind).find(|f| f.has_baseline()).map(|f| f.placement());
+            let mut records = Vec::new();
+            for f in family::for_kind(kind) {
+                let mine: Vec<Task> = tasks
+                    .iter()
+                    .copied()
+                    .filter(|t| match &t.config {
+                        Some(c) => family::for_config(kind, c).placement() == f.placement(),
+                        None => baseline == Some(f.placement()),
+                    })
+                    .collect();
+                if !mine.is_empty() {
+                    records.extend(self.family_workload(w, &op, f, &mine)?);
+                }
+            }
+            return Ok(records);
         }
         let r = match w {
             Workload::Transpose { rows, cols, .. } => self.transpose(w, *rows, *cols)?,

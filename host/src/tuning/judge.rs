@@ -127,7 +127,10 @@ pub fn measure(
             let kind = workloads.iter().find(|w| w.name() == name).and_then(|w| w.op()).map(|op| op.kind());
             for (c, t) in v {
                 if let Some(kind) = kind {
-                    bench.labels.entry((name.clone(), c.index)).or_insert_with(|| family::for_kind(kind).label(&c));
+                    bench
+                        .labels
+                        .entry((name.clone(), c.index))
+                        .or_insert_with(|| family::for_config(kind, &c).label(&c));
                 }
                 bench.times.entry((name.clone(), c.index)).or_default().push(t);
             }

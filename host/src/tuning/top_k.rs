@@ -177,7 +177,6 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
     let mut rows = Vec::new();
     for w in &workloads {
         let (Some(op), Some(key)) = (w.op(), op_key(w)) else { continue };
-        let fam = family::for_kind(op.kind());
         let Some(mine) = first.get(w.name()) else { continue };
         let again = second.get(w.name()).map_or(&[][..], Vec::as_slice);
         let Some((chosen, chosen_us)) = choose(mine, again) else { continue };
@@ -194,10 +193,10 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
             measured: mine.len(),
             confirmed: again.len(),
             finalists: finalists(mine).iter().map(|c| c.index).collect(),
-            predicted: fam.label(&predicted),
+            predicted: family::for_config(op.kind(), &predicted).label(&predicted),
             predicted_index: predicted.index,
             predict_us,
-            chosen: fam.label(&chosen),
+            chosen: family::for_config(op.kind(), &chosen).label(&chosen),
             chosen_index: chosen.index,
             chosen_us,
             profile_s: seconds.get(w.name()).copied().unwrap_or(0.0),

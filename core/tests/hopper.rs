@@ -1,0 +1,118 @@
+//! The Hopper space: the `mma.sync` matmul's states keep their indices,
+//! the TMA family's states obey the kernel's layout, and the constraints
+//! remove them where the TMA cannot describe the operands.
+
+use hwwfc_core::constraint::{self, Constraint};
+use hwwfc_core::cost::{self, Coefficients};
+use hwwfc_core::space::{self, SpaceKind};
+use hwwfc_core::{presets, resource, DType, HardwareSpec, Op, OpKind, Placement, State};
+
+/// An H200's limits (as the device reports them) in the Hopper space.
+fn hopper() -> HardwareSpec {
+    let mut s = presets::stress_gpu();
+    s.space = SpaceKind::Hopper;
+    s.sram_per_block_bytes = 232_448;
+    s.sram_per_sm_bytes = 233_472;
+    s.alignment_bytes = 16;
+    s.sm_count = 132;
+    s.max_threads_per_block = 1024;
+    s.max_threads_per_sm = 2048;
+    s.max_blocks_per_sm = 32;
+    s.registers_per_sm = 65_536;
+    s
+}
+
+fn mm(m: u32, n: u32, k: u32, dtype: DType) -> Op {
+    Op::MatMul { m, n, k, batch: 1, dtype }
+}
+
+fn tma_states() -> impl Iterator<Item = &'static State> {
+    space::states(SpaceKind::Hopper, OpKind::MatMul).iter().filter(|s| s.placement == Placement::Tma)
+}
+
+#[test]
+fn the_cuda_tables_are_prefixes_of_the_hopper_tables() {
+    for kind in [OpKind::MatMul, OpKind::Softmax] {
+        let cuda = space::states(SpaceKind::Cuda, kind);
+        let hopper = space::states(SpaceKind::Hopper, kind);
+        assert_eq!(&hopper[..cuda.len()], cuda, "{kind:?}");
+        assert!(hopper[cuda.len()..].iter().all(|s| s.placement == Placement::Tma));
+    }
+    assert!(space::states(SpaceKind::Cuda, OpKind::MatMul).iter().all(|s| s.placement == Placement::Pipelined));
+    assert!(tma_states().count() >= 48);
+    assert!(space::states(SpaceKind::Hopper, OpKind::MatMul).len() <= 64 * hwwfc_core::HOST_DOMAIN_WORDS);
+}
+
+#[test]
+fn a_tma_block_has_a_producer_warpgroup_besides_its_consumers() {
+    for s in tma_states() {
+        let consumers = s.warps_m as u32 / 4;
+        assert_eq!(s.threads(), 128 * (consumers + 1));
+        assert_eq!(s.warps(), 4 * consumers);
+    }
+}
+
+#[test]
+fn operands_the_tma_cannot_describe_remove_the_family_with_its_reason() {
+    let spec = hopper();
+    // K = 77 fp16 (154-byte rows), N = 50257 (odd): not 16-byte multiples.
+    for op in [mm(512, 4096, 77, DType::F16), mm(1, 50257, 768, DType::F16)] {
+        for s in tma_states() {
+            assert_eq!(constraint::check(&spec, &op, s), Err(Constraint::Alignment), "{op:?} {s:?}");
+        }
+        let served = space::states(SpaceKind::Hopper, OpKind::MatMul)
+            .iter()
+            .filter(|s| s.placement == Placement::Pipelined)
+            .any(|s| constraint::check(&spec, &op, s).is_ok());
+        assert!(served, "{op:?}: the mma.sync family must serve it");
+    }
+    // Aligned rows: the family is there.
+    let op = mm(4096, 4096, 4096, DType::F16);
+    assert!(tma_states().any(|s| constraint::check(&spec, &op, s).is_ok()));
+}
+
+#[test]
+fn the_kernels_layout_and_limits_decide_which_tma_states_remain() {
+    let spec = hopper();
+    let op = mm(4096, 4096, 4096, DType::Bf16);
+    for s in tma_states() {
+        let consumers = (s.warps_m / 4) as u16;
+        let rows = s.tile.m / consumers;
+        let accumulators = rows as u32 * s.tile.n as u32 / 128;
+        let smem = resource::usage(&op, s).sram_bytes;
+        // In the order the constraints are checked.
+        let expected = if smem > spec.sram_per_block_bytes {
+            Err(Constraint::SramCapacity)
+        } else if accumulators + resource::BASE_REGISTERS_PER_THREAD > resource::TMA_CONSUMER_REGISTERS {
+            Err(Constraint::Registers)
+        } else if !(rows == 64 || rows == 128) {
+            Err(Constraint::Geometry)
+        } else {
+            Ok(())
+        };
+        assert_eq!(constraint::check(&spec, &op, s), expected, "{s:?}");
+        // The kernel's shared memory: stages of A and B, barriers, 1 KB of
+        // alignment slack.
+        let stage = (s.tile.m as u32 + s.tile.n as u32) * 64 * 2;
+        assert_eq!(smem, s.stages as u32 * (stage + 16) + 1024);
+    }
+    // fp32 operands are not the kernel's: every state is removed.
+    let f32 = mm(4096, 4096, 4096, DType::F32);
+    assert!(tma_states().all(|s| constraint::check(&spec, &f32, s).is_err()));
+}
+
+#[test]
+fn a_tma_grid_is_persistent_one_block_per_sm_walking_the_tiles() {
+    let spec = hopper();
+    let op = mm(4096, 4096, 4096, DType::F16);
+    let s = tma_states()
+        .find(|s| s.tile.m == 128 && s.tile.n == 256 && s.warps_m == 8 && constraint::check(&spec, &op, s).is_ok())
+        .unwrap();
+    let g = cost::grid(&spec, &op, s);
+    assert_eq!(g.occupancy, 1);
+    assert_eq!(g.blocks, 32 * 16);
+    assert_eq!(g.waves, (32 * 16u64).div_ceil(132));
+    assert_eq!(g.blocks_per_sm, g.waves);
+    let t = cost::unary_cost(&spec, &Coefficients::default(), &op, s);
+    assert!(t.is_finite() && t > 0.0);
+}

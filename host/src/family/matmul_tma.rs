@@ -1,0 +1,209 @@
+//! The Hopper matmul (`kernels/matmul_tma.cu`, `sm_90a`): TMA loads into
+//! 128-byte-swizzled shared memory through an mbarrier pipeline of
+//! `stages` buffers, `wgmma` from shared memory, one producer warpgroup
+//! and one or two consumer warpgroups, one block per SM walking the output
+//! tiles in grouped order. The core's states of this family are those of
+//! [`Placement::Tma`]: tile `BM x BN x 64`, `warps_m` four warps per
+//! consumer warpgroup. Runs on the matmul's workspace (same inputs,
+//! reference and cuBLAS baseline), with a tensor map of A and of B per
+//! input set.
+
+use super::matmul::{dims, MatmulWorkspace};
+use super::{Config, Inputs, KernelFamily, Tools, Workspace};
+use crate::gpu::launch;
+use crate::gpu::tensor_map::{self, Shape16, TensorMap};
+use crate::gpu::KernelSource;
+use anyhow::Result;
+use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
+use hwwfc_core::{Op, OpKind, Placement};
+
+/// The Hopper matmul family.
+pub struct TmaWgmma;
+
+/// Elements of a TMA box side: 64 fp16 are one 128-byte swizzle row.
+const BOX: u32 = 64;
+
+/// Consumer warpgroups of `c`.
+fn consumers(c: &Config) -> u32 {
+    (c.warps_m as u32 / 4).max(1)
+}
+
+/// Output tiles of `c` on `op` (over the batch).
+fn tiles(op: &Op, c: &Config) -> u32 {
+    let [m, n, _, batch] = dims(op);
+    m.div_ceil(c.tile_m.max(1) as u32) * n.div_ceil(c.tile_n.max(1) as u32) * batch
+}
+
+impl KernelFamily for TmaWgmma {
+    fn name(&self) -> &'static str {
+        "matmul_tma"
+    }
+
+    fn op_kind(&self) -> OpKind {
+        OpKind::MatMul
+    }
+
+    fn placement(&self) -> Placement {
+        Placement::Tma
+    }
+
+    fn arch_specific(&self) -> bool {
+        true
+    }
+
+    fn source(&self) -> KernelSource {
+        crate::kernel_source!("matmul_tma.cu")
+    }
+
+    fn entry(&self) -> &'static str {
+        "matmul_tma"
+    }
+
+    fn defines(&self, c: &Config) -> Vec<(String, u32)> {
+        vec![
+            ("BM".into(), c.tile_m as u32),
+            ("BN".into(), c.tile_n as u32),
+            ("STAGES".into(), c.stages as u32),
+            ("CONSUMERS".into(), consumers(c)),
+        ]
+    }
+
+    fn label(&self, c: &Config) -> String {
+        format!("{}x{}x{} wg{} s{} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages)
+    }
+
+    fn launch(&self, op: &Op, c: &Config, sm_count: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (tiles(op, c).min(sm_count.max(1)).max(1), 1, 1),
+            block_dim: (c.threads(), 1, 1),
+            shared_mem_bytes: super::matmul::dynamic_smem(op, c),
+        }
+    }
+
+    fn input_set_bytes(&self, op: &Op) -> usize {
+        super::matmul::MmaSync.input_set_bytes(op)
+    }
+
+    fn output_bytes(&self, op: &Op) -> usize {
+        super::matmul::MmaSync.output_bytes(op)
+    }
+
+    fn workspace<'a>(&self, tools: Tools<'a>, op: &Op, inputs: Inputs) -> Result<Box<dyn Workspace + 'a>> {
+        let inner = MatmulWorkspace::new(tools, op, inputs)?;
+        let [m, n, k, batch] = inner.dims.map(u64::from);
+        let stream = &tools.gpu.stream;
+        let mut maps = Vec::with_capacity(inner.sets.len());
+        for (a, b) in &inner.sets {
+            let a = tensor_map::tiled_16bit(stream, a, Shape16 { cols: k, rows: m, batch }, [BOX, BOX], false)?;
+            let b = tensor_map::tiled_16bit(stream, b, Shape16 { cols: n, rows: k, batch }, [BOX, BOX], false)?;
+            maps.push([a, b]);
+        }
+        Ok(Box::new(TmaWorkspace { inner, maps }))
+    }
+
+    fn has_baseline(&self) -> bool {
+        true
+    }
+}
+
+/// The matmul's buffers and the tensor maps of each input set.
+struct TmaWorkspace<'a> {
+    inner: MatmulWorkspace<'a>,
+    maps: Vec<[TensorMap; 2]>,
+}
+
+impl Workspace for TmaWorkspace<'_> {
+    fn poison(&mut self) -> Result<(), DriverError> {
+        self.inner.poison()
+    }
+
+    fn launch(&mut self, f: &CudaFunction, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
+        let [a, b] = &self.maps[set % self.maps.len()];
+        let stream = self.inner.tools.gpu.stream.clone();
+        launch::gemm_tma(&stream, f, cfg, [a, b], &mut self.inner.out, self.inner.dims)
+    }
+
+    fn check(&self) -> Result<Result<f64, String>, DriverError> {
+        self.inner.check()
+    }
+
+    fn run_baseline(&mut self, set: usize) -> Option<Result<(), DriverError>> {
+        self.inner.run_baseline(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::{self, config::Config};
+    use hwwfc_core::space::SpaceKind;
+    use hwwfc_core::{DType, HardwareSpec};
+
+    fn spec(space: SpaceKind) -> HardwareSpec {
+        let mut s = hwwfc_core::presets::stress_gpu();
+        s.space = space;
+        s.sram_per_block_bytes = 232448;
+        s.sram_per_sm_bytes = 233472;
+        s.alignment_bytes = 16;
+        s.sm_count = 132;
+        s.max_blocks_per_sm = 32;
+        s
+    }
+
+    fn mm(m: u32, n: u32, k: u32, batch: u32) -> Op {
+        Op::MatMul { m, n, k, batch, dtype: DType::F16 }
+    }
+
+    #[test]
+    fn the_family_is_offered_on_hopper_only_and_where_the_tma_can_describe_the_operands() {
+        let op = mm(4096, 4096, 4096, 1);
+        let on_hopper = TmaWgmma.configs(&spec(SpaceKind::Hopper), &op);
+        assert!(on_hopper.len() >= 20, "{}", on_hopper.len());
+        assert!(on_hopper.iter().all(|c| c.placement == Placement::Tma));
+        assert!(TmaWgmma.configs(&spec(SpaceKind::Cuda), &op).is_empty());
+        assert!(TmaWgmma.configs(&spec(SpaceKind::Hopper), &mm(1, 50257, 768, 1)).is_empty());
+        // Both families of the operator, each configuration to its own.
+        let all = family::configs(&spec(SpaceKind::Hopper), &op);
+        assert_eq!(
+            all.len(),
+            on_hopper.len() + super::super::matmul::MmaSync.configs(&spec(SpaceKind::Hopper), &op).len()
+        );
+        for c in &all {
+            let f = family::for_config(OpKind::MatMul, c);
+            assert_eq!(f.placement(), c.placement);
+            assert_eq!(f.program(c).arch_specific, c.placement == Placement::Tma);
+        }
+    }
+
+    #[test]
+    fn the_grid_is_one_block_per_sm_or_per_tile_where_there_are_fewer_tiles() {
+        let hopper = spec(SpaceKind::Hopper);
+        let big = mm(4096, 4096, 4096, 1);
+        let c = TmaWgmma.configs(&hopper, &big).into_iter().find(|c| c.tile_m == 128 && c.tile_n == 256).unwrap();
+        let l = TmaWgmma.launch(&big, &c, 132);
+        assert_eq!(l.grid_dim, (132, 1, 1));
+        assert_eq!(l.block_dim.0, 128 * (c.warps_m as u32 / 4 + 1));
+        let small = mm(100, 300, 64, 2);
+        let l = TmaWgmma.launch(&small, &c, 132);
+        // One tile row (100 <= 128), two tile columns (300 > 256), two products.
+        assert_eq!(l.grid_dim.0, 2 * 2);
+        assert!(TmaWgmma.label(&c).ends_with("tma"));
+        let defines = TmaWgmma.defines(&c);
+        assert!(defines.contains(&("CONSUMERS".into(), c.warps_m as u32 / 4)));
+    }
+
+    #[test]
+    fn records_name_the_placement_only_where_it_is_not_the_default() {
+        let hopper = spec(SpaceKind::Hopper);
+        let op = mm(4096, 4096, 4096, 1);
+        let all = family::configs(&hopper, &op);
+        let mma = all.iter().find(|c| c.placement == Placement::Pipelined).unwrap();
+        let tma = all.iter().find(|c| c.placement == Placement::Tma).unwrap();
+        let text = serde_json::to_string(mma).unwrap();
+        assert!(!text.contains("placement"), "{text}");
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *mma);
+        let text = serde_json::to_string(tma).unwrap();
+        assert!(text.contains("\"placement\":\"tma\""), "{text}");
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *tma);
+    }
+}
