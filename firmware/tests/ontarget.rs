@@ -321,10 +321,10 @@ mod tests {
         defmt::assert_eq!(decode(&good[..len + 1]), Some(WireError::TrailingBytes));
         // Byte 10 is the first choice's placement (after the version, the
         // kind, the count, the index, the tile, the warps and the stages):
-        // an enum of three variants.
+        // an enum of four variants (the last, `Tma`, is 3).
         defmt::assert_eq!(&good[2..10], &[6, 12, 32, 32, 32, 1, 1, 1]);
         let mut bad = good;
-        bad[10] = 3;
+        bad[10] = hwwfc_core::Placement::Tma as u8 + 1;
         defmt::assert_eq!(decode(&bad[..len]), Some(WireError::Malformed));
         // Any single corrupted byte decodes to an error or to some schedule,
         // never to a fault.
