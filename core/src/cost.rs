@@ -11,7 +11,8 @@
 //! busiest SM runs `ceil(blocks / SMs)` blocks. Four times bound the body:
 //!
 //! - compute: the busiest SM's flops, padded to whole tiles (edge waste),
-//!   over its share of peak, scaled by the matrix-instruction efficiency of
+//!   over its share of peak (of `compute_efficiency` for `mma.sync` tiles,
+//!   of `tma_efficiency` for the Hopper matmul's `wgmma` tiles), scaled by the matrix-instruction efficiency of
 //!   the warp tile `a / (a + warp_tile_half)`, by how well the `w` resident
 //!   warps hide latency `w / (w + warps_half)`, and, on a CUDA device, by
 //!   the share of the SM's four sub-partitions they occupy `min(w / 4, 1)`
@@ -74,7 +75,7 @@ use serde::{Deserialize, Serialize};
 /// their meaning): stored in coefficient files, as the JSON wrapper's
 /// `format_version` and as the third header byte of the wire format
 /// ([`crate::wire`]), and required when they are read.
-pub const COEFFICIENTS_VERSION: u8 = 6;
+pub const COEFFICIENTS_VERSION: u8 = 7;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -115,7 +116,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 24;
+pub const COEFFICIENT_COUNT: usize = 26;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -179,6 +180,14 @@ coefficients! {
     /// in fp32 operations (two exponentials on the special-function units,
     /// each worth several fp32 slots).
     combine_ops = 20.0;
+    /// Share of peak arithmetic a well-shaped tile of the Hopper matmul
+    /// (`wgmma` from shared memory, [`Placement::Tma`]) reaches; it takes
+    /// the place of `compute_efficiency`, which `mma.sync` tiles reach.
+    tma_efficiency = 0.85;
+    /// Fixed cost of one output tile of the Hopper matmul, in
+    /// microseconds: its epilogue, which the consumers do not overlap
+    /// with the next tile's products, and the pipeline's refill.
+    tma_tile_overhead_us = 1.0;
 }
 
 impl Coefficients {
@@ -343,8 +352,8 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let mma = warp_area / (warp_area + c.warp_tile_half);
     let w = resident_warps(g, s);
     let busy = if spec.space.is_cuda() { (w / SUB_PARTITIONS_PER_SM).min(1.0) } else { 1.0 };
-    let rate_sm =
-        spec.peak_flop_per_us(dtype) / sms * c.compute_efficiency * mma * busy * latency_hiding(w, c.warps_half);
+    let efficiency = if s.placement == Placement::Tma { c.tma_efficiency } else { c.compute_efficiency };
+    let rate_sm = spec.peak_flop_per_us(dtype) / sms * efficiency * mma * busy * latency_hiding(w, c.warps_half);
     let flops_block = 2.0 * bm * bn * bk * steps;
     let t_compute = g.blocks_per_sm as f32 * flops_block / rate_sm;
 
@@ -392,7 +401,8 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // Per block: filling the pipeline and writing the output tile, whose
     // stores scatter over the rows of the mma fragments.
     let store_bw = spec.dram_bytes_per_us() * c.store_efficiency / (sms * g.resident());
-    let per_block = c.block_overhead_us + bm * bn * e / store_bw;
+    let overhead = if s.placement == Placement::Tma { c.tma_tile_overhead_us } else { c.block_overhead_us };
+    let per_block = overhead + bm * bn * e / store_bw;
     let t_chain = chain(g, t_steps, t_compute, per_block);
     smooth_max(c, g, [t_compute, t_memory, t_chain, t_smem])
 }

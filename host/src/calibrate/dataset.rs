@@ -1,6 +1,8 @@
 //! The measured times a fit learns from: the kernel records of one GPU,
 //! grouped per workload, one sample per configuration with the median time
-//! of every run that measured it.
+//! of every run that measured it. Runs need not measure the same
+//! configurations: a later run may add a kernel family (the Hopper
+//! matmul's records come from a run of their own).
 
 use crate::database::record::{Record, Source, Status};
 use crate::database::{run_folders, RunFolder};
@@ -16,7 +18,8 @@ use std::path::{Path, PathBuf};
 pub struct Sample {
     /// The configuration.
     pub state: State,
-    /// Median time of each run, microseconds, in run order.
+    /// Median time of each run that measured it successfully,
+    /// microseconds, in run order.
     pub times_us: Vec<f64>,
 }
 
@@ -35,9 +38,10 @@ pub struct WorkloadData {
     pub workload: Workload,
     /// Its operator.
     pub op: Op,
-    /// One sample per configuration measured in every run.
+    /// One sample per configuration measured in some run.
     pub samples: Vec<Sample>,
-    /// Spearman's rho between the first two runs (the noise ceiling).
+    /// Spearman's rho between the first two runs over the configurations
+    /// both measured (the noise ceiling).
     pub retest_rho: Option<f64>,
 }
 
@@ -94,8 +98,8 @@ pub fn load(dir: &Path) -> Result<Dataset> {
 /// Per configuration index: the state and each run's median time.
 type ByConfig = BTreeMap<u16, (State, Vec<Option<f64>>)>;
 
-/// Groups kernel records into workloads; a configuration enters if every
-/// run measured it successfully.
+/// Groups kernel records into workloads; a configuration enters if some
+/// run measured it successfully, with the times of the runs that did.
 pub fn group(runs: &[Vec<Record>]) -> Vec<WorkloadData> {
     let mut order: Vec<String> = Vec::new();
     let mut by: BTreeMap<String, (Workload, ByConfig)> = BTreeMap::new();
@@ -120,21 +124,73 @@ pub fn group(runs: &[Vec<Record>]) -> Vec<WorkloadData> {
     for name in order {
         let Some((workload, configs)) = by.remove(&name) else { continue };
         let Some(op) = workload.op() else { continue };
-        let samples: Vec<Sample> = configs
-            .into_iter()
-            .filter_map(|(_, (state, times))| {
-                let times: Option<Vec<f64>> = times.into_iter().collect();
-                times.map(|times_us| Sample { state, times_us })
+        let both: Vec<(f64, f64)> = configs
+            .values()
+            .filter_map(|(_, times)| match times.as_slice() {
+                [Some(a), Some(b), ..] => Some((*a, *b)),
+                _ => None,
             })
             .collect();
-        let retest_rho = (runs.len() >= 2 && samples.len() > 2).then(|| {
-            let a: Vec<f64> = samples.iter().map(|s| s.times_us[0]).collect();
-            let b: Vec<f64> = samples.iter().map(|s| s.times_us[1]).collect();
+        let retest_rho = (both.len() > 2).then(|| {
+            let (a, b): (Vec<f64>, Vec<f64>) = both.into_iter().unzip();
             super::metrics::spearman(&a, &b)
         });
+        let samples: Vec<Sample> = configs
+            .into_iter()
+            .map(|(_, (state, times))| Sample { state, times_us: times.into_iter().flatten().collect() })
+            .filter(|s| !s.times_us.is_empty())
+            .collect();
         if !samples.is_empty() {
             out.push(WorkloadData { workload, op, samples, retest_rho });
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::database::record::Status;
+    use crate::family::Config;
+    use crate::gpu::Timing;
+    use hwwfc_core::space::{self, SpaceKind};
+
+    fn rec(index: u16, us: f64) -> Record {
+        let states = space::states(SpaceKind::Hopper, hwwfc_core::OpKind::MatMul);
+        Record {
+            source: Source::Kernel,
+            workload: Workload::MatMul { name: "mm".into(), m: 256, n: 256, k: 256, batch: 1 },
+            config: Some(Config::new(index, &states[index as usize])),
+            status: Status::Ok,
+            reason: None,
+            error: Some(0.0),
+            timing: Some(Timing { median_us: us, min_us: us, max_us: us, spread: 0.0, repeats: 5 }),
+            registers: None,
+            local_bytes: None,
+            smem_bytes: None,
+            tflops: None,
+            gbps: None,
+            run: "t".into(),
+            measured_at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn a_configuration_enters_with_the_runs_that_measured_it_and_the_retest_uses_those_of_both() {
+        // Two runs of four mma.sync configurations (the second ranks two of
+        // them the other way round), and a third run that adds a TMA one.
+        let first: Vec<Record> = (0..4).map(|i| rec(i, 10.0 + i as f64)).collect();
+        let second: Vec<Record> = [10.0, 11.0, 13.0, 12.0].iter().enumerate().map(|(i, &t)| rec(i as u16, t)).collect();
+        let third = vec![rec(0, 10.0), rec(500, 5.0)];
+        let data = group(&[first, second, third]);
+        assert_eq!(data.len(), 1);
+        let w = &data[0];
+        assert_eq!(w.samples.len(), 5);
+        let tma = w.samples.iter().find(|s| s.state.placement == hwwfc_core::Placement::Tma).unwrap();
+        assert_eq!(tma.times_us, vec![5.0]);
+        assert_eq!(w.samples[0].times_us, vec![10.0, 10.0, 10.0]);
+        assert_eq!(w.samples[3].times_us, vec![13.0, 12.0]);
+        // Over the four both runs measured: 1 - 6 * (1 + 1) / (4 * 15).
+        assert!((w.retest_rho.unwrap() - 0.8).abs() < 1e-9, "{:?}", w.retest_rho);
+    }
 }

@@ -35,7 +35,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 21] = [
+const FITTED: [(&str, Map); 23] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -57,6 +57,8 @@ const FITTED: [(&str, Map); 21] = [
     ("overlap_exponent", Map::AboveOne),
     ("smem_bytes_per_flop", Map::Positive),
     ("combine_ops", Map::Positive),
+    ("tma_efficiency", Map::Share),
+    ("tma_tile_overhead_us", Map::Positive),
 ];
 
 fn slot(name: &str) -> Option<usize> {
