@@ -213,7 +213,7 @@ fn h200_spec_is_valid_and_matches_the_file() {
     // a JSON parser.
     let text = include_str!("../../specs/h200.json");
     for needle in [
-        "\"space\": \"cuda\"",
+        "\"space\": \"hopper\"",
         "\"sram_per_block_bytes\": 232448",
         "\"sram_per_sm_bytes\": 233472",
         "\"alignment_bytes\": 16",

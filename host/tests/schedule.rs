@@ -101,7 +101,13 @@ fn real_gpus_schedule_the_transformer_blocks() {
         let v = schedule_json(&["--spec", "h200", "--model", model]);
         check_report(&v, "h200", model, 7);
         assert_eq!(v["agree"], true, "{model}");
-        assert_eq!(v["layers"][0]["placement"], "pipelined");
+        // The h200's hopper space holds both matmul families; with the
+        // fitted coefficients the TMA family's tiles win these prefill
+        // matmuls, and the softmax stays a pipelined CUDA kernel.
+        for layer in v["layers"].as_array().unwrap() {
+            let expected = if layer["kind"] == "softmax" { "pipelined" } else { "tma" };
+            assert_eq!(layer["placement"], expected, "{model} {}", layer["name"]);
+        }
     }
     hwwfc()
         .args(["schedule", "--spec", "h200", "--model", "gpt2-block"])

@@ -33,8 +33,8 @@ fn postcard_and_json_coefficients_predict_the_same() {
     let spec: hwwfc_core::HardwareSpec = serde_json::from_value(v).unwrap();
     for name in models::NAMES {
         let g = models::builtin::<16>(name, None).unwrap();
-        let a = ScheduleProblem::<16, 8>::build(&g, &spec, &json).unwrap();
-        let b = ScheduleProblem::<16, 8>::build(&g, &spec, &postcard).unwrap();
+        let a = ScheduleProblem::<16, { hwwfc_core::HOST_DOMAIN_WORDS }>::build(&g, &spec, &json).unwrap();
+        let b = ScheduleProblem::<16, { hwwfc_core::HOST_DOMAIN_WORDS }>::build(&g, &spec, &postcard).unwrap();
         for layer in 0..a.layer_count() {
             for s in a.domain(layer).iter() {
                 assert_eq!(a.unary(layer, s).to_bits(), b.unary(layer, s).to_bits(), "{name} layer {layer} state {s}");
