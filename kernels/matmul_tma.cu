@@ -7,8 +7,20 @@
 //
 // Compile-time parameters (-D): BM (block rows: CONSUMERS x 64 or
 // CONSUMERS x 128), BN (block columns, the wgmma N: 64, 128 or 256),
-// STAGES (pipeline depth), CONSUMERS (1 or 2). The reduction step is 64
-// elements: one 128-byte swizzle atom.
+// STAGES (pipeline depth), CONSUMERS (1 or 2), SPLIT_K (1 by default:
+// the reduction dimension cut into SPLIT_K ranges, each its own unit of
+// work; at most ceil(K / 64), so that every split has a k-block). The
+// reduction step is 64 elements: one 128-byte swizzle atom.
+//
+// Split-K: unit u is split u % SPLIT_K of tile u / SPLIT_K, over the
+// k-blocks [s KT / SPLIT_K, (s + 1) KT / SPLIT_K). Each warp of a split
+// writes its fp32 partial sums to the workspace W (SPLIT_K x batch x M x
+// N floats), fences, and counts itself in `counters` (one per tile,
+// consumer warpgroup and warp, zero before the launch); the warp that
+// counts last adds every split's partial in split order (the same sums
+// whichever arrives last), writes the output and sets its counter back to
+// zero for the next launch. No block waits for another. With SPLIT_K 1, W
+// and `counters` are not touched.
 //
 // Shapes: any M; K and N multiples of 8 (TMA needs 16-byte row strides);
 // edge tiles are zero-filled by TMA on load and masked on store.
@@ -22,6 +34,9 @@
 
 #ifndef BF16
 #define BF16 0
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
 #endif
 #if BF16
 #define WG_AB "bf16.bf16"
@@ -66,16 +81,28 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
 __device__ __forceinline__ void mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ unsigned mbar_try_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    return done;
+}
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
 // Waits until the phase of parity `parity` of the barrier has completed.
+// A wait of more than 10 s can only be a bug (a load that never lands): the
+// thread traps, so that the launch fails with an error instead of hanging.
 __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-    unsigned done = 0;
-    while (!done) {
-        asm volatile(
-            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }\n"
-            : "=r"(done)
-            : "r"(bar), "r"(parity)
-            : "memory");
-    }
+    if (mbar_try_wait(bar, parity)) return;
+    const unsigned long long start = global_ns();
+    for (unsigned spin = 1; !mbar_try_wait(bar, parity); spin++)
+        if (spin % 1024 == 0 && global_ns() - start > 10000000000ull) asm volatile("trap;");
 }
 // A box of the 3-d tensor `map` at coordinates (c0 innermost, c1, c2) into
 // shared memory at `dst`, completing on barrier `bar`.
@@ -193,9 +220,16 @@ __device__ __forceinline__ void tile_origin(int t, int tiles_m, int tiles_n, int
     n0 = ((id % (GROUP_M * tiles_n)) / rows) * BN;
 }
 
+// The k-blocks [kb, ke) of split `sp`.
+__device__ __forceinline__ void split_range(int sp, int KT, int& kb, int& ke) {
+    kb = (int)((long long)sp * KT / SPLIT_K);
+    ke = (int)((long long)(sp + 1) * KT / SPLIT_K);
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     matmul_tma(const __grid_constant__ TensorMap mapA, const __grid_constant__ TensorMap mapB,
-               half_t* __restrict__ C, int M, int N, int K, int batch) {
+               half_t* __restrict__ C, float* __restrict__ W, unsigned* __restrict__ counters, int M, int N, int K,
+               int batch) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     // Swizzled boxes need 1024-byte alignment: the launch adds 1 KB of slack.
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -204,6 +238,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const int wg = threadIdx.x / 128;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
     const int tiles = tiles_m * tiles_n * batch;
+    const int units = tiles * SPLIT_K;
     const int KT = (K + BK - 1) / BK;
 
     if (threadIdx.x == 0) {
@@ -221,10 +256,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                int z, m0, n0;
-                tile_origin(t, tiles_m, tiles_n, z, m0, n0);
-                for (int kt = 0; kt < KT; kt++, it++) {
+            for (int u = blockIdx.x; u < units; u += gridDim.x) {
+                int z, m0, n0, kb, ke;
+                tile_origin(u / SPLIT_K, tiles_m, tiles_n, z, m0, n0);
+                split_range(u % SPLIT_K, KT, kb, ke);
+                for (int kt = kb; kt < ke; kt++, it++) {
                     const int s = it % STAGES;
                     mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
                     const unsigned bar = full + 8 * s, dst = base + s * STAGE_BYTES;
@@ -244,10 +280,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         const int c = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
         float d[MI][BN / 2];
         int it = 0;
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-            int z, m0, n0;
+        for (int u = blockIdx.x; u < units; u += gridDim.x) {
+            const int t = u / SPLIT_K, sp = u % SPLIT_K;
+            int z, m0, n0, kb, ke;
             tile_origin(t, tiles_m, tiles_n, z, m0, n0);
-            for (int kt = 0; kt < KT; kt++, it++) {
+            split_range(sp, KT, kb, ke);
+            for (int kt = kb; kt < ke; kt++, it++) {
                 const int s = it % STAGES;
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
                 const unsigned a = base + s * STAGE_BYTES + c * WG_M * 128, b = base + s * STAGE_BYTES + A_BYTES;
@@ -257,23 +295,75 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                     const unsigned long long db = smem_desc(b + k * 2048, B_BOX_BYTES, ROWS8_BYTES);
 #pragma unroll
                     for (int mi = 0; mi < MI; mi++)
-                        WGMMA(BN)(d[mi], smem_desc(a + mi * 64 * 128 + k * 32, 16, ROWS8_BYTES), db, (kt | k) != 0);
+                        WGMMA(BN)(d[mi], smem_desc(a + mi * 64 * 128 + k * 32, 16, ROWS8_BYTES), db, kt != kb || k != 0);
                 }
                 wgmma_commit();
                 // Keep this step's products in flight; the previous step's
                 // are done, so its stage goes back to the producer.
                 wgmma_wait<1>();
-                if (kt > 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+                if (kt > kb) mbar_arrive(empty + 8 * ((it - 1) % STAGES));
             }
             wgmma_wait<0>();
             mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+            const int q = lane % 4;
+#if SPLIT_K > 1
+            {
+                // This warp's partial sums to W: lane (r, q) holds columns
+                // 8 g + 2 q and 8 g + 2 q + 1 of rows r and r + 8.
+                const size_t plane = (size_t)batch * M * N;
+                float* part = W + (size_t)z * M * N;
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = m0 + c * WG_M + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+                        for (int g = 0; g < BN / 8; g++) {
+                            const int col = n0 + 8 * g + 2 * q;
+                            if (row < M && col < N)
+                                __stcg((float2*)(part + sp * plane + (size_t)row * N + col),
+                                       make_float2(d[mi][4 * g + 2 * h], d[mi][4 * g + 2 * h + 1]));
+                        }
+                    }
+                __threadfence();
+                __syncwarp();
+                unsigned* counter = counters + ((size_t)t * CONSUMERS + c) * 4 + warp;
+                unsigned arrived = 0;
+                if (lane == 0) arrived = atomicAdd(counter, 1u);
+                arrived = __shfl_sync(0xffffffffu, arrived, 0);
+                if (arrived != SPLIT_K - 1) continue;  // another split finishes this tile
+                if (lane == 0) *counter = 0;
+                __threadfence();
+                // The last split: every split's partial, in split order.
+#pragma unroll
+                for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int row = m0 + c * WG_M + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+                        for (int g = 0; g < BN / 8; g++) {
+                            const int col = n0 + 8 * g + 2 * q;
+                            if (row < M && col < N) {
+                                float2 sum = make_float2(0.0f, 0.0f);
+                                for (int s = 0; s < SPLIT_K; s++) {
+                                    const float2 v = s == sp ? make_float2(d[mi][4 * g + 2 * h], d[mi][4 * g + 2 * h + 1])
+                                                             : __ldcg((const float2*)(part + s * plane + (size_t)row * N + col));
+                                    sum.x += v.x;
+                                    sum.y += v.y;
+                                }
+                                d[mi][4 * g + 2 * h] = sum.x;
+                                d[mi][4 * g + 2 * h + 1] = sum.y;
+                            }
+                        }
+                    }
+            }
+#endif
             // Epilogue: registers to global memory. A quad of lanes holds
             // two columns of each 8-column group of a row; four shuffles
             // turn four groups around so that each lane stores one whole
             // group, 16 bytes (N is a multiple of 8, so a group is inside
             // or outside the matrix as a whole).
             half_t* out = C + (size_t)z * M * N;
-            const int q = lane % 4;
 #pragma unroll
             for (int mi = 0; mi < MI; mi++) {
 #pragma unroll

@@ -86,7 +86,7 @@
 #define HWWFC_MAX_LAYERS 64
 
 // Most candidate states of a layer for `hwwfc_schedule`.
-#define HWWFC_MAX_STATES 576
+#define HWWFC_MAX_STATES 768
 
 // Most layers of a model for `hwwfc_schedule_compact`.
 #define HWWFC_COMPACT_MAX_LAYERS 16

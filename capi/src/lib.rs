@@ -88,7 +88,7 @@ pub const HWWFC_SOLVER_EXACT: u32 = 1;
 /// Most layers of a model for `hwwfc_schedule`.
 pub const HWWFC_MAX_LAYERS: usize = 64;
 /// Most candidate states of a layer for `hwwfc_schedule`.
-pub const HWWFC_MAX_STATES: usize = 576;
+pub const HWWFC_MAX_STATES: usize = 768;
 /// Most layers of a model for `hwwfc_schedule_compact`.
 pub const HWWFC_COMPACT_MAX_LAYERS: usize = 16;
 /// Most candidate states of a layer for `hwwfc_schedule_compact`.

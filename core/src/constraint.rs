@@ -26,7 +26,8 @@ pub enum Constraint {
     /// registers do not fit on an SM.
     Registers,
     /// The kernel cannot be laid out: a warp tile that is not a multiple of
-    /// the matrix instruction, or fewer elements than threads.
+    /// the matrix instruction, fewer elements than threads, or more
+    /// split-K ranges than k-blocks.
     Geometry,
     /// The state cannot follow the previous layer's state.
     Adjacency,
@@ -100,6 +101,7 @@ pub fn check(spec: &HardwareSpec, op: &Op, state: &State) -> Result<(), Constrai
         return Err(Constraint::Registers);
     }
     let laid_out = match state.placement {
+        _ if state.split_k != 1 && state.placement != Placement::Tma => false,
         Placement::Pipelined => geometry_ok(op, state),
         Placement::Tma => tma_geometry_ok(op, state),
         Placement::Sram | Placement::Dram => true,
@@ -130,13 +132,21 @@ fn tma_describable(op: &Op) -> bool {
 /// The Hopper matmul's layout: 16-bit operands (the kernel's `wgmma` and
 /// its tensor maps), a 64-element reduction step (one swizzle atom), block
 /// columns in whole 64-column boxes, and each consumer warpgroup's rows
-/// (`BM / consumers`) one or two `wgmma` m64 instructions.
+/// (`BM / consumers`) one or two `wgmma` m64 instructions; a split-K
+/// factor of at most one split per 64-element k-block (each split reduces
+/// at least one).
 fn tma_geometry_ok(op: &Op, state: &State) -> bool {
     let t = &state.tile;
     let consumers = state.warps_m / 4;
     let sixteen_bit = op.dtype().bytes() == 2;
     let rows = if consumers > 0 { t.m / consumers as u16 } else { 0 };
+    let k_blocks = match *op {
+        Op::MatMul { k, .. } => k.div_ceil(64),
+        Op::Softmax { .. } => 0,
+    };
     matches!(op, Op::MatMul { .. })
+        && state.split_k >= 1
+        && state.split_k as u32 <= k_blocks
         && sixteen_bit
         && state.warps_n == 1
         && state.warps_m % 4 == 0

@@ -49,6 +49,13 @@
 //!   block tile differ here, and a warp tile too small for its share of the
 //!   block reads the tile many times over.
 //!
+//! A split-K state (the Hopper matmul's `split_k > 1`) runs `split_k`
+//! blocks per output tile, each over its share of the k-blocks; their fp32
+//! partial sums, written by every split and read back once, add
+//! `(2 split_k - 1) x 4` bytes per output element to the tile traffic and
+//! to each block's epilogue. These terms are structural, with no
+//! coefficient of their own.
+//!
 //! They combine in a smooth maximum `(c^p + m^p + h^p + s^p)^(1/p)`
 //! (compute, memory, chain, shared memory), so no term saturates the
 //! score: tile shape, wave count, occupancy and pipeline depth all move
@@ -255,7 +262,7 @@ pub fn grid(spec: &HardwareSpec, op: &Op, state: &State) -> Grid {
     let t = &state.tile;
     let blocks = match *op {
         Op::MatMul { m, n, batch, .. } => {
-            batch as u64 * ceil_div(m as u64, t.m as u64) * ceil_div(n as u64, t.n as u64)
+            batch as u64 * ceil_div(m as u64, t.m as u64) * ceil_div(n as u64, t.n as u64) * state.split_k.max(1) as u64
         }
         Op::Softmax { rows, .. } => ceil_div(rows as u64, t.m as u64),
     };
@@ -336,7 +343,9 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let [m, n, depth, batch] = dims.map(|d| d as f32);
     let e = dtype.bytes() as f32;
     let (bm, bn, bk) = (s.tile.m.max(1) as f32, s.tile.n.max(1) as f32, s.tile.k.max(1) as f32);
-    let steps = libm::ceilf(depth / bk);
+    // A split-K unit reduces its share of the k-blocks (the longest share).
+    let split = s.split_k.max(1) as f32;
+    let steps = libm::ceilf(libm::ceilf(depth / bk) / split);
     let sms = spec.sm_count.max(1) as f32;
     let pipelined = s.placement == Placement::Pipelined;
     // The kernel loads 16-byte vectors only where every row starts aligned;
@@ -358,13 +367,16 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let t_compute = g.blocks_per_sm as f32 * flops_block / rate_sm;
 
     // Memory: tile traffic, what of it reaches DRAM, and the bandwidth the
-    // bytes in flight allow.
+    // bytes in flight allow. Split-K writes every split's fp32 partial
+    // sums and reads them back once.
     let blocks = g.blocks as f32;
+    let partials = if split > 1.0 { batch * m * n * 4.0 * (2.0 * split - 1.0) } else { 0.0 };
     let stage_bytes = (bm + bn) * bk * e;
     let traffic = match s.placement {
         Placement::Dram => blocks * flops_block * e / (2.0 * c.register_reuse),
         _ => blocks * stage_bytes * steps,
-    } + batch * m * n * e;
+    } + batch * m * n * e
+        + partials;
     let unique = batch * (m * depth + depth * n + m * n) * e;
     let dram = unique + c.l2_miss_rate * (traffic - unique).max(0.0);
     let in_flight = stage_bytes * (s.stages.max(2) - 1) as f32;
@@ -402,7 +414,10 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // stores scatter over the rows of the mma fragments.
     let store_bw = spec.dram_bytes_per_us() * c.store_efficiency / (sms * g.resident());
     let overhead = if s.placement == Placement::Tma { c.tma_tile_overhead_us } else { c.block_overhead_us };
-    let per_block = overhead + bm * bn * e / store_bw;
+    // A split-K unit stores fp32 partials; one unit in `split` also reads
+    // the others' and stores the output.
+    let tile_bytes = if split > 1.0 { 4.0 + ((split - 1.0) * 4.0 + e) / split } else { e };
+    let per_block = overhead + bm * bn * tile_bytes / store_bw;
     let t_chain = chain(g, t_steps, t_compute, per_block);
     smooth_max(c, g, [t_compute, t_memory, t_chain, t_smem])
 }

@@ -14,7 +14,8 @@
 //! - [`SpaceKind::Hopper`]: the CUDA space and, after its matmul states,
 //!   those of the Hopper matmul (`kernels/matmul_tma.cu`: TMA, `wgmma`,
 //!   warp-specialized, persistent; [`Placement::Tma`]), with the block
-//!   tile, the consumer warpgroups and the pipeline depth as parameters.
+//!   tile, the consumer warpgroups, the pipeline depth and the split-K
+//!   factor as parameters.
 //!   The CUDA matmul table is a prefix of the Hopper one, so a state keeps
 //!   its index in both.
 
@@ -76,8 +77,14 @@ pub const HOPPER_MATMUL_BK: u16 = 64;
 pub const HOPPER_MATMUL_CONSUMERS: [u8; 2] = [1, 2];
 /// Pipeline depths of the Hopper matmul.
 pub const HOPPER_MATMUL_STAGES: [u8; 4] = [2, 3, 4, 6];
-const HOPPER_TMA_LEN: usize =
-    HOPPER_MATMUL_BM.len() * HOPPER_MATMUL_BN.len() * HOPPER_MATMUL_CONSUMERS.len() * HOPPER_MATMUL_STAGES.len();
+/// Reduction splits of the Hopper matmul (split-K; 1 first, so that the
+/// unsplit states keep their indices).
+pub const HOPPER_MATMUL_SPLITS: [u8; 4] = [1, 2, 4, 8];
+const HOPPER_TMA_LEN: usize = HOPPER_MATMUL_SPLITS.len()
+    * HOPPER_MATMUL_BM.len()
+    * HOPPER_MATMUL_BN.len()
+    * HOPPER_MATMUL_CONSUMERS.len()
+    * HOPPER_MATMUL_STAGES.len();
 const HOPPER_MATMUL_LEN: usize = CUDA_MATMUL_LEN + HOPPER_TMA_LEN;
 
 /// Column blocks of the CUDA softmax (elements of a row handled per step).
@@ -91,6 +98,7 @@ const PLACEHOLDER: State = State {
     warps_m: 1,
     warps_n: 1,
     stages: 1,
+    split_k: 1,
     placement: Placement::Sram,
     layout: Layout::RowMajor,
 };
@@ -112,6 +120,7 @@ const fn tiles_table(softmax: bool) -> [State; TILES_LEN] {
                     warps_m: 1,
                     warps_n: 1,
                     stages: 1,
+                    split_k: 1,
                     placement: TILE_PLACEMENTS[p],
                     layout: TILE_LAYOUTS[l],
                 };
@@ -145,6 +154,7 @@ const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
                             warps_m: CUDA_MATMUL_WARPS[w].0,
                             warps_n: CUDA_MATMUL_WARPS[w].1,
                             stages: CUDA_MATMUL_STAGES[s],
+                            split_k: 1,
                             placement: Placement::Pipelined,
                             layout: Layout::RowMajor,
                         };
@@ -160,31 +170,37 @@ const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
         a += 1;
     }
     // The Hopper family: a warpgroup of four warps per consumer, the
-    // producer warpgroup besides them (see `State::threads`).
-    let mut a = 0;
-    while a < HOPPER_MATMUL_BM.len() {
-        let mut b = 0;
-        while b < HOPPER_MATMUL_BN.len() {
-            let mut c = 0;
-            while c < HOPPER_MATMUL_CONSUMERS.len() {
-                let mut s = 0;
-                while s < HOPPER_MATMUL_STAGES.len() {
-                    out[i] = State {
-                        tile: Tile { m: HOPPER_MATMUL_BM[a], n: HOPPER_MATMUL_BN[b], k: HOPPER_MATMUL_BK },
-                        warps_m: 4 * HOPPER_MATMUL_CONSUMERS[c],
-                        warps_n: 1,
-                        stages: HOPPER_MATMUL_STAGES[s],
-                        placement: Placement::Tma,
-                        layout: Layout::RowMajor,
-                    };
-                    i += 1;
-                    s += 1;
+    // producer warpgroup besides them (see `State::threads`); the unsplit
+    // states first, then each split factor's.
+    let mut k = 0;
+    while k < HOPPER_MATMUL_SPLITS.len() {
+        let mut a = 0;
+        while a < HOPPER_MATMUL_BM.len() {
+            let mut b = 0;
+            while b < HOPPER_MATMUL_BN.len() {
+                let mut c = 0;
+                while c < HOPPER_MATMUL_CONSUMERS.len() {
+                    let mut s = 0;
+                    while s < HOPPER_MATMUL_STAGES.len() {
+                        out[i] = State {
+                            tile: Tile { m: HOPPER_MATMUL_BM[a], n: HOPPER_MATMUL_BN[b], k: HOPPER_MATMUL_BK },
+                            warps_m: 4 * HOPPER_MATMUL_CONSUMERS[c],
+                            warps_n: 1,
+                            stages: HOPPER_MATMUL_STAGES[s],
+                            split_k: HOPPER_MATMUL_SPLITS[k],
+                            placement: Placement::Tma,
+                            layout: Layout::RowMajor,
+                        };
+                        i += 1;
+                        s += 1;
+                    }
+                    c += 1;
                 }
-                c += 1;
+                b += 1;
             }
-            b += 1;
+            a += 1;
         }
-        a += 1;
+        k += 1;
     }
     out
 }
@@ -203,6 +219,7 @@ const fn cuda_softmax_table() -> [State; CUDA_SOFTMAX_LEN] {
                 warps_m: 1,
                 warps_n: (CUDA_SOFTMAX_THREADS[t] / 32) as u8,
                 stages: 1,
+                split_k: 1,
                 placement: Placement::Pipelined,
                 layout: Layout::RowMajor,
             };

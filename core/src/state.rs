@@ -97,6 +97,11 @@ pub struct State {
     pub warps_n: u8,
     /// Pipeline depth (buffers in flight); 1 without a pipeline.
     pub stages: u8,
+    /// Reduction splits: the matmul's K cut into this many ranges, each a
+    /// block's unit of work, their partial sums added at the end (split-K,
+    /// for layers with too few output tiles to fill the GPU); 1 without a
+    /// split, the only value outside the Hopper matmul.
+    pub split_k: u8,
     /// Where the working set lives.
     pub placement: Placement,
     /// Layout of the output.

@@ -116,3 +116,51 @@ fn a_tma_grid_is_persistent_one_block_per_sm_walking_the_tiles() {
     let t = cost::unary_cost(&spec, &Coefficients::default(), &op, s);
     assert!(t.is_finite() && t > 0.0);
 }
+
+#[test]
+fn split_k_stays_within_the_k_blocks_and_belongs_to_the_hopper_family() {
+    let spec = hopper();
+    // K = 192: three k-blocks, so the splits of 1 and 2 remain, 4 and 8 not.
+    let op = mm(8, 4096, 192, DType::F16);
+    let mut kept = [0usize; 9];
+    for s in tma_states() {
+        let unsplit = State { split_k: 1, ..*s };
+        if constraint::check(&spec, &op, &unsplit).is_err() {
+            continue;
+        }
+        let expected = if s.split_k <= 3 { Ok(()) } else { Err(Constraint::Geometry) };
+        assert_eq!(constraint::check(&spec, &op, s), expected, "{s:?}");
+        kept[s.split_k as usize] += expected.is_ok() as usize;
+    }
+    assert!(kept[1] > 0 && kept[1] == kept[2] && kept[4] == 0 && kept[8] == 0, "{kept:?}");
+    // The mma.sync family does not split: a split state of it is removed.
+    let op = mm(4096, 4096, 4096, DType::F16);
+    for s in space::states(SpaceKind::Hopper, OpKind::MatMul).iter().filter(|s| s.placement != Placement::Tma) {
+        assert_eq!(s.split_k, 1);
+        if constraint::check(&spec, &op, s).is_ok() {
+            let split = State { split_k: 2, ..*s };
+            assert_eq!(constraint::check(&spec, &op, &split), Err(Constraint::Geometry), "{s:?}");
+        }
+    }
+}
+
+#[test]
+fn split_k_multiplies_the_blocks_and_the_model_splits_only_few_tiles_over_a_long_k() {
+    let spec = hopper();
+    let c = Coefficients::default();
+    let best = |op: &Op, split: bool| {
+        tma_states()
+            .filter(|s| (s.split_k > 1) == split && constraint::check(&spec, op, s).is_ok())
+            .map(|s| cost::unary_cost(&spec, &c, op, s))
+            .fold(f32::INFINITY, f32::min)
+    };
+    // A decode projection: one row of tiles, 14336-long reduction.
+    let decode = mm(16, 4096, 14336, DType::F16);
+    let s = tma_states().find(|s| s.split_k == 4 && constraint::check(&spec, &decode, s).is_ok()).unwrap();
+    let unsplit = State { split_k: 1, ..*s };
+    assert_eq!(cost::grid(&spec, &decode, s).blocks, 4 * cost::grid(&spec, &decode, &unsplit).blocks);
+    assert!(best(&decode, true) < best(&decode, false), "{} {}", best(&decode, true), best(&decode, false));
+    // A large square product fills the GPU without splitting.
+    let square = mm(4096, 4096, 4096, DType::F16);
+    assert!(best(&square, false) < best(&square, true), "{} {}", best(&square, false), best(&square, true));
+}

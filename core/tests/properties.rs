@@ -299,7 +299,7 @@ fn finite() -> impl Strategy<Value = f32> + Clone {
 }
 
 fn placement() -> impl Strategy<Value = Placement> {
-    prop_oneof![Just(Placement::Sram), Just(Placement::Dram), Just(Placement::Pipelined)]
+    prop_oneof![Just(Placement::Sram), Just(Placement::Dram), Just(Placement::Pipelined), Just(Placement::Tma)]
 }
 
 fn layout() -> impl Strategy<Value = Layout> {
@@ -307,11 +307,12 @@ fn layout() -> impl Strategy<Value = Layout> {
 }
 
 fn state() -> impl Strategy<Value = State> {
-    (any::<[u16; 3]>(), any::<[u8; 3]>(), placement(), layout()).prop_map(|([m, n, k], [wm, wn, st], p, l)| State {
+    (any::<[u16; 3]>(), any::<[u8; 4]>(), placement(), layout()).prop_map(|([m, n, k], [wm, wn, st, sk], p, l)| State {
         tile: Tile { m, n, k },
         warps_m: wm,
         warps_n: wn,
         stages: st,
+        split_k: sk,
         placement: p,
         layout: l,
     })
@@ -543,6 +544,7 @@ fn max_encoded_len_bounds_the_largest_values() {
         warps_m: u8::MAX,
         warps_n: u8::MAX,
         stages: u8::MAX,
+        split_k: u8::MAX,
         placement: Placement::Pipelined,
         layout: Layout::Tiled,
     };

@@ -256,6 +256,12 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub quiet: bool,
 
+    /// Measure only these kernel families (comma-separated names: matmul,
+    /// matmul_tma, softmax; default: every family the device runs); the
+    /// vendor's baseline and the copy and transposes are measured as ever.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub kernels: Vec<String>,
+
     /// Check all of a workload's configurations first, then time them side
     /// by side, taking turns repeat by repeat, so that the GPU's changes of
     /// state (most likely its clocks under the power limit) fall on all of
@@ -379,7 +385,7 @@ predicted total, whether WFC and the exact DP agree, and the median build and
 solve times over many repeats.
 
 --json prints one object: spec, model, layers[] (name, kind, op, tile_m,
-tile_n, tile_k, warps_m, warps_n, stages, placement, layout, state_index,
+tile_n, tile_k, warps_m, warps_n, stages, split_k, placement, layout, state_index,
 unary_us, transition_us, candidates, states_left, removed {{constraint:
 count}}), wfc_cost, exact_cost, wfc_states, exact_states, agree (same states), equal_cost
 (same total within f32 rounding), gap_percent,

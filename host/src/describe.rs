@@ -33,10 +33,12 @@ pub fn warps(state: &State) -> String {
     format!("{}x{}", state.warps_m, state.warps_n)
 }
 
-/// The whole state: `32x32x32 warps 1x1 stages 1 sram row_major`.
+/// The whole state: `32x32x32 warps 1x1 stages 1 sram row_major`, with
+/// `split K` after the stages where the reduction is split.
 pub fn state(state: &State) -> String {
+    let split = if state.split_k > 1 { format!(" split {}", state.split_k) } else { String::new() };
     format!(
-        "{} warps {} stages {} {} {}",
+        "{} warps {} stages {}{split} {} {}",
         tile(state),
         warps(state),
         state.stages,

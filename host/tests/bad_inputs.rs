@@ -194,6 +194,8 @@ fn profile_refuses_bad_workloads_and_specs_before_the_gpu() {
     let spec = write_json(dir.path(), "spec.json", &v);
     let e = profile_error(&w, &out, &["--spec", arg(&spec)]);
     assert!(e.contains("spec.json: field `peak_tflops.f32`: invalid type: string"), "{e}");
+    let e = profile_error(&w, &out, &["--kernels", "matmul_tma,cutlass"]);
+    assert!(e.contains("--kernels: no kernel family `cutlass` (the families: matmul, matmul_tma, softmax)"), "{e}");
     assert!(!out.exists(), "nothing written");
 }
 

@@ -50,6 +50,7 @@ fn check_report(v: &Value, spec: &str, model: &str, layers: usize) {
             "warps_m",
             "warps_n",
             "stages",
+            "split_k",
             "placement",
             "layout",
             "state_index",

@@ -8,7 +8,8 @@
 //   ./matmul_tma_bench KERNEL_DIR [EXTRA_DEFINES...]
 //
 // One line per (dtype, shape, configuration); `bench.sh` beside this builds
-// and runs it on the device.
+// and runs it on the device. QUICK=1 keeps the first two shapes; DECODE=1
+// takes the decode shapes (M <= 16) and the split-K configurations instead.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -49,7 +50,7 @@
 static const int REPS = 20;
 
 struct Config {
-    int bm, bn, consumers, stages;
+    int bm, bn, consumers, stages, split;
 };
 struct Shape {
     int m, n, k, batch;
@@ -103,7 +104,8 @@ static CUmodule build(const std::string& dir, const Config& c, int bf16, const s
     nvrtcCreateProgram(&prog, src.c_str(), "matmul_tma.cu", 0, nullptr, nullptr);
     std::vector<std::string> opts = {"-DBM=" + std::to_string(c.bm), "-DBN=" + std::to_string(c.bn),
                                      "-DCONSUMERS=" + std::to_string(c.consumers),
-                                     "-DSTAGES=" + std::to_string(c.stages), "-DBF16=" + std::to_string(bf16),
+                                     "-DSTAGES=" + std::to_string(c.stages), "-DSPLIT_K=" + std::to_string(c.split),
+                                     "-DBF16=" + std::to_string(bf16),
                                      "--gpu-architecture=sm_90a", "-std=c++17"};
     for (auto& e : extra) opts.push_back(e);
     std::vector<const char*> o;
@@ -163,27 +165,51 @@ int main(int argc, char** argv) {
     cublasHandle_t blas;
     cublasCreate(&blas);
 
-    std::vector<Config> configs = {{128, 256, 2, 4}, {128, 256, 2, 3}, {256, 128, 2, 4}, {128, 128, 2, 6},
-                                   {128, 128, 1, 6}, {64, 256, 1, 5},  {64, 128, 1, 8},  {128, 64, 2, 8},
-                                   {64, 64, 1, 8}};
+    std::vector<Config> configs = {{128, 256, 2, 4, 1}, {128, 256, 2, 3, 1}, {256, 128, 2, 4, 1},
+                                   {128, 128, 2, 6, 1}, {128, 128, 1, 6, 1}, {64, 256, 1, 5, 1},
+                                   {64, 128, 1, 8, 1},  {128, 64, 2, 8, 1},  {64, 64, 1, 8, 1}};
     std::vector<Shape> shapes = {{4096, 4096, 4096, 1, "square4k"},      {8192, 8192, 8192, 1, "square8k"},
                                  {4096, 14336, 4096, 1, "llama3_up"},   {4096, 4096, 14336, 1, "llama3_down"},
                                  {2048, 6144, 4096, 1, "llama3_qkv2k"}, {512, 4096, 4096, 1, "prefill512"},
                                  {2048, 2048, 128, 32, "attn_scores"},  {1000, 1032, 776, 3, "odd_batched"},
                                  {77, 50264, 768, 1, "lm_head77"},      {16, 4096, 4096, 1, "decode16"}};
     if (getenv("QUICK")) shapes.resize(2);
+    if (getenv("DECODE")) {
+        configs.clear();
+        for (int split : {1, 2, 4, 8}) {
+            configs.push_back({64, 64, 1, 6, split});
+            configs.push_back({64, 128, 1, 6, split});
+            configs.push_back({64, 256, 1, 4, split});
+            configs.push_back({128, 128, 2, 4, split});
+        }
+        shapes = {{1, 6144, 4096, 1, "qkv_b1"},       {8, 6144, 4096, 1, "qkv_b8"},
+                  {16, 4096, 4096, 1, "o_proj_b16"},  {1, 28672, 4096, 1, "gate_up_b1"},
+                  {16, 4096, 14336, 1, "down_b16"},   {64, 4096, 4096, 1, "o_proj_b64"},
+                  {3, 1032, 200, 2, "odd_batched"}};
+    }
 
-    size_t maxA = 0, maxB = 0, maxC = 0;
+    size_t maxA = 0, maxB = 0, maxC = 0, maxW = 0, maxTiles = 0;
     for (auto& s : shapes) {
         maxA = std::max(maxA, (size_t)s.m * s.k * s.batch);
         maxB = std::max(maxB, (size_t)s.k * s.n * s.batch);
         maxC = std::max(maxC, (size_t)s.m * s.n * s.batch);
+        for (auto& c : configs) {
+            if (c.split > 1) maxW = std::max(maxW, (size_t)c.split * s.m * s.n * s.batch);
+            maxTiles = std::max(maxTiles, (size_t)((s.m + c.bm - 1) / c.bm) * ((s.n + c.bn - 1) / c.bn) * s.batch);
+        }
     }
     unsigned short *A, *B, *C, *R;
     CR(cudaMalloc(&A, maxA * 2));
     CR(cudaMalloc(&B, maxB * 2));
     CR(cudaMalloc(&C, maxC * 2));
     CR(cudaMalloc(&R, maxC * 2));
+    // Split-K's partial sums, and its counters (one per tile, consumer
+    // warpgroup and warp; zero, and left zero by every launch).
+    float* W;
+    unsigned* counters;
+    CR(cudaMalloc(&W, std::max(maxW, (size_t)1) * 4));
+    CR(cudaMalloc(&counters, maxTiles * 8 * 4));
+    CR(cudaMemset(counters, 0, maxTiles * 8 * 4));
     double* sums;
     unsigned long long* bad;
     CR(cudaMalloc(&sums, 16));
@@ -243,10 +269,11 @@ int main(int argc, char** argv) {
                 CK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
                 CUtensorMap ma = tensor_map(A, bf16, s.k, s.m, s.batch, 64, 64);
                 CUtensorMap mb = tensor_map(B, bf16, s.n, s.k, s.batch, 64, 64);
+                if (c.split > (s.k + 63) / 64) continue;  // a split without k-blocks
                 int tiles = ((s.m + c.bm - 1) / c.bm) * ((s.n + c.bn - 1) / c.bn) * s.batch;
-                int grid = std::min(tiles, sms);
+                int grid = std::min(tiles * c.split, sms);
                 int M = s.m, N = s.n, K = s.k, Bt = s.batch;
-                void* args[] = {&ma, &mb, &C, &M, &N, &K, &Bt};
+                void* args[] = {&ma, &mb, &C, &W, &counters, &M, &N, &K, &Bt};
                 auto launch = [&]() {
                     CK(cuLaunchKernel(f, grid, 1, 1, 128 * (c.consumers + 1), 1, 1, smem, 0, args, nullptr));
                 };
@@ -275,7 +302,7 @@ int main(int argc, char** argv) {
                 }
                 float us = median(tt);
                 char cfg[32];
-                snprintf(cfg, sizeof cfg, "%dx%d c%d s%d", c.bm, c.bn, c.consumers, c.stages);
+                snprintf(cfg, sizeof cfg, "%dx%d c%d s%d k%d", c.bm, c.bn, c.consumers, c.stages, c.split);
                 printf("%-5s %-13s %-22s %-16s %5d %9.2e %9.1f %8.1f %8.1f %6.2f%s\n", bf16 ? "bf16" : "f16", s.name,
                        dims, cfg, res[i].first, rel, us, flop / us / 1e6, flop / blas_us / 1e6, blas_us / us,
                        ok ? "" : (hb ? "  FAIL (unwritten/NaN)" : "  FAIL"));

@@ -28,6 +28,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 target_ms: 40.0,
                 quiet: false,
                 interleave: false,
+                kernels: Vec::new(),
             };
             super::profile::run(&profile)?;
             out

@@ -35,6 +35,10 @@ pub struct RunMeta {
     pub flush_bytes: usize,
     /// Random seed of the inputs.
     pub seed: u32,
+    /// The kernel families measured where the run was limited to some
+    /// (`profile --kernels`); absent where it measured all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<String>,
     /// What the run did, once finished.
     pub summary: Option<serde_json::Value>,
 }

@@ -29,6 +29,18 @@ pub struct Config {
     /// where it is not `pipelined`, so older records read unchanged.
     #[serde(default = "pipelined", skip_serializing_if = "is_pipelined")]
     pub placement: Placement,
+    /// Split-K factor (the Hopper matmul); written in records only where it
+    /// is not 1, so older records read unchanged.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub split_k: u8,
+}
+
+fn one() -> u8 {
+    1
+}
+
+fn is_one(k: &u8) -> bool {
+    *k == 1
 }
 
 fn pipelined() -> Placement {
@@ -51,6 +63,7 @@ impl Config {
             warps_n: s.warps_n,
             stages: s.stages,
             placement: s.placement,
+            split_k: s.split_k,
         }
     }
 
@@ -66,6 +79,7 @@ impl Config {
             warps_m: self.warps_m,
             warps_n: self.warps_n,
             stages: self.stages,
+            split_k: self.split_k,
             placement: self.placement,
             layout: hwwfc_core::Layout::RowMajor,
         }

@@ -148,7 +148,7 @@ impl Workspace for MatmulWorkspace<'_> {
         self.tools.support.poison_f16(&mut self.out)
     }
 
-    fn launch(&mut self, f: &CudaFunction, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
+    fn launch(&mut self, f: &CudaFunction, _c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
         let (a, b) = &self.sets[set % self.sets.len()];
         let [m, n, k, _] = self.dims;
         launch::gemm_f16(&self.tools.gpu.stream, f, cfg, a, b, &mut self.out, [m, n, k])

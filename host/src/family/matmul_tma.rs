@@ -4,9 +4,10 @@
 //! and one or two consumer warpgroups, one block per SM walking the output
 //! tiles in grouped order. The core's states of this family are those of
 //! [`Placement::Tma`]: tile `BM x BN x 64`, `warps_m` four warps per
-//! consumer warpgroup. Runs on the matmul's workspace (same inputs,
-//! reference and cuBLAS baseline), with a tensor map of A and of B per
-//! input set.
+//! consumer warpgroup, `split_k` splits of the reduction per tile. Runs on
+//! the matmul's workspace (same inputs, reference and cuBLAS baseline),
+//! with a tensor map of A and of B per input set, and, for split-K, the
+//! fp32 partial sums and the tiles' arrival counters.
 
 use super::matmul::{dims, MatmulWorkspace};
 use super::{Config, Inputs, KernelFamily, Tools, Workspace};
@@ -14,7 +15,7 @@ use crate::gpu::launch;
 use crate::gpu::tensor_map::{self, Shape16, TensorMap};
 use crate::gpu::KernelSource;
 use anyhow::Result;
-use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
+use cudarc::driver::{CudaFunction, CudaSlice, DriverError, LaunchConfig};
 use hwwfc_core::{Op, OpKind, Placement};
 
 /// The Hopper matmul family.
@@ -65,16 +66,20 @@ impl KernelFamily for TmaWgmma {
             ("BN".into(), c.tile_n as u32),
             ("STAGES".into(), c.stages as u32),
             ("CONSUMERS".into(), consumers(c)),
+            ("SPLIT_K".into(), c.split_k.max(1) as u32),
         ]
     }
 
     fn label(&self, c: &Config) -> String {
-        format!("{}x{}x{} wg{} s{} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages)
+        let split = if c.split_k > 1 { format!(" k{}", c.split_k) } else { String::new() };
+        format!("{}x{}x{} wg{} s{}{split} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages)
     }
 
     fn launch(&self, op: &Op, c: &Config, sm_count: u32) -> LaunchConfig {
         LaunchConfig {
-            grid_dim: (tiles(op, c).min(sm_count.max(1)).max(1), 1, 1),
+            // One block per SM, or per unit of work (a tile's split) where
+            // there are fewer.
+            grid_dim: ((tiles(op, c) * c.split_k.max(1) as u32).min(sm_count.max(1)).max(1), 1, 1),
             block_dim: (c.threads(), 1, 1),
             shared_mem_bytes: super::matmul::dynamic_smem(op, c),
         }
@@ -98,7 +103,9 @@ impl KernelFamily for TmaWgmma {
             let b = tensor_map::tiled_16bit(stream, b, Shape16 { cols: n, rows: k, batch }, [BOX, BOX], false)?;
             maps.push([a, b]);
         }
-        Ok(Box::new(TmaWorkspace { inner, maps }))
+        let partials = stream.alloc_zeros(1)?;
+        let counters = stream.alloc_zeros(1)?;
+        Ok(Box::new(TmaWorkspace { inner, maps, op: *op, partials, counters }))
     }
 
     fn has_baseline(&self) -> bool {
@@ -106,10 +113,38 @@ impl KernelFamily for TmaWgmma {
     }
 }
 
-/// The matmul's buffers and the tensor maps of each input set.
+/// The matmul's buffers, the tensor maps of each input set, and what
+/// split-K needs: the partial sums and the counters, grown to the largest
+/// split launched (a placeholder element until then).
 struct TmaWorkspace<'a> {
     inner: MatmulWorkspace<'a>,
     maps: Vec<[TensorMap; 2]>,
+    op: Op,
+    /// `split_k x batch x M x N` fp32 partial sums.
+    partials: CudaSlice<f32>,
+    /// One arrival counter per tile, consumer warpgroup and warp, zero
+    /// between launches (the kernel sets each back).
+    counters: CudaSlice<u32>,
+}
+
+impl TmaWorkspace<'_> {
+    /// Grows the split-K buffers to what `c` needs.
+    fn fit(&mut self, c: &Config) -> Result<(), DriverError> {
+        if c.split_k <= 1 {
+            return Ok(());
+        }
+        let [m, n, _, batch] = self.inner.dims.map(|d| d as usize);
+        let partials = c.split_k as usize * batch * m * n;
+        let counters = tiles(&self.op, c) as usize * consumers(c) as usize * 4;
+        let stream = &self.inner.tools.gpu.stream;
+        if self.partials.len() < partials {
+            self.partials = stream.alloc_zeros(partials)?;
+        }
+        if self.counters.len() < counters {
+            self.counters = stream.alloc_zeros(counters)?;
+        }
+        Ok(())
+    }
 }
 
 impl Workspace for TmaWorkspace<'_> {
@@ -117,10 +152,12 @@ impl Workspace for TmaWorkspace<'_> {
         self.inner.poison()
     }
 
-    fn launch(&mut self, f: &CudaFunction, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
+    fn launch(&mut self, f: &CudaFunction, c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
+        self.fit(c)?;
         let [a, b] = &self.maps[set % self.maps.len()];
         let stream = self.inner.tools.gpu.stream.clone();
-        launch::gemm_tma(&stream, f, cfg, [a, b], &mut self.inner.out, self.inner.dims)
+        let split = launch::SplitK { partials: &mut self.partials, counters: &mut self.counters };
+        launch::gemm_tma(&stream, f, cfg, [a, b], &mut self.inner.out, split, self.inner.dims)
     }
 
     fn check(&self) -> Result<Result<f64, String>, DriverError> {
@@ -193,6 +230,30 @@ mod tests {
     }
 
     #[test]
+    fn split_k_configurations_launch_a_block_per_split_of_each_tile() {
+        let hopper = spec(SpaceKind::Hopper);
+        // 16 x 4096 x 14336: one row of tiles, 224 k-blocks.
+        let decode = mm(16, 4096, 14336, 1);
+        let configs = TmaWgmma.configs(&hopper, &decode);
+        for split in [1, 2, 4, 8] {
+            assert!(configs.iter().any(|c| c.split_k == split), "no split {split}");
+        }
+        let c = configs.iter().find(|c| c.split_k == 4 && c.tile_m == 64 && c.tile_n == 128).unwrap();
+        assert_eq!(TmaWgmma.launch(&decode, c, 132).grid_dim.0, (4096 / 128) * 4);
+        assert!(TmaWgmma.defines(c).contains(&("SPLIT_K".into(), 4)));
+        assert!(TmaWgmma.label(c).ends_with(" k4 tma"), "{}", TmaWgmma.label(c));
+        // Many tiles: still one block per SM.
+        assert_eq!(TmaWgmma.launch(&mm(4096, 4096, 14336, 1), c, 132).grid_dim.0, 132);
+        // K = 128 has two k-blocks: no split beyond 2.
+        let short = TmaWgmma.configs(&hopper, &mm(16, 4096, 128, 1));
+        assert!(short.iter().any(|c| c.split_k == 2) && short.iter().all(|c| c.split_k <= 2));
+        // A split configuration's record names its split and reads back.
+        let text = serde_json::to_string(c).unwrap();
+        assert!(text.contains("\"split_k\":4"), "{text}");
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *c);
+    }
+
+    #[test]
     fn records_name_the_placement_only_where_it_is_not_the_default() {
         let hopper = spec(SpaceKind::Hopper);
         let op = mm(4096, 4096, 4096, 1);
@@ -203,7 +264,7 @@ mod tests {
         assert!(!text.contains("placement"), "{text}");
         assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *mma);
         let text = serde_json::to_string(tma).unwrap();
-        assert!(text.contains("\"placement\":\"tma\""), "{text}");
+        assert!(text.contains("\"placement\":\"tma\"") && !text.contains("split_k"), "{text}");
         assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *tma);
     }
 }

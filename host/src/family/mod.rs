@@ -111,8 +111,10 @@ pub trait Workspace {
     /// Fills the output with NaN, so that an element the kernel does not
     /// write fails the check.
     fn poison(&mut self) -> Result<(), DriverError>;
-    /// Launches `f` with `cfg` on input set `set` (modulo the sets).
-    fn launch(&mut self, f: &CudaFunction, cfg: LaunchConfig, set: usize) -> Result<(), DriverError>;
+    /// Launches `f`, the program of configuration `c`, with `cfg` on input
+    /// set `set` (modulo the sets); the configuration sizes what the kernel
+    /// needs beyond the operands (the Hopper matmul's split-K partials).
+    fn launch(&mut self, f: &CudaFunction, c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError>;
     /// The output against the reference: the check's figure where it
     /// passes the family's tolerance, the reason otherwise.
     fn check(&self) -> Result<Result<f64, String>, DriverError>;

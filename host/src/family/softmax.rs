@@ -103,7 +103,7 @@ impl Workspace for SoftmaxWorkspace<'_> {
         self.tools.support.poison_f32(&mut self.out)
     }
 
-    fn launch(&mut self, f: &CudaFunction, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
+    fn launch(&mut self, f: &CudaFunction, _c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
         let x = &self.sets[set % self.sets.len()];
         launch::rows_f32(&self.tools.gpu.stream, f, cfg, x, &mut self.out, self.dims)
     }

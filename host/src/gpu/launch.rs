@@ -45,21 +45,49 @@ pub fn gemm_f16(
     unsafe { stream.launch_builder(f).arg(a).arg(b).arg(c).arg(&m).arg(&n).arg(&k).launch(cfg) }.map(|_| ())
 }
 
-/// `matmul_tma(TensorMap A, TensorMap B, half_t* C, int M, int N, int K, int
-/// batch)`: the product of the Hopper matmul, its operands described by
-/// tensor maps of `batch` row-major `M x K` and `K x N` matrices.
+/// The split-K buffers of the Hopper matmul: `SPLIT_K x batch x M x N`
+/// fp32 partial sums and one zeroed counter per tile, consumer warpgroup
+/// and warp (unread where the kernel is compiled without split-K).
+pub struct SplitK<'a> {
+    /// The partial sums.
+    pub partials: &'a mut CudaSlice<f32>,
+    /// The arrival counters, zero before the launch (and after it).
+    pub counters: &'a mut CudaSlice<u32>,
+}
+
+/// `matmul_tma(TensorMap A, TensorMap B, half_t* C, float* W, unsigned*
+/// counters, int M, int N, int K, int batch)`: the product of the Hopper
+/// matmul, its operands described by tensor maps of `batch` row-major `M x
+/// K` and `K x N` matrices, `W` and `counters` its split-K buffers.
 pub fn gemm_tma(
     stream: &Arc<CudaStream>,
     f: &CudaFunction,
     cfg: LaunchConfig,
     [a, b]: [&TensorMap; 2],
     c: &mut CudaSlice<u16>,
+    split: SplitK<'_>,
     [m, n, k, batch]: [u32; 4],
 ) -> Result<(), DriverError> {
     let (m, n, k, batch) = (m as i32, n as i32, k as i32, batch as i32);
+    let SplitK { partials, counters } = split;
     // SAFETY: the arguments are the signature above; the maps describe the
-    // operands of these dimensions, and `c` holds `batch * m * n` elements.
-    unsafe { stream.launch_builder(f).arg(a).arg(b).arg(c).arg(&m).arg(&n).arg(&k).arg(&batch).launch(cfg) }.map(|_| ())
+    // operands of these dimensions, `c` holds `batch * m * n` elements, and
+    // the caller sized the split-K buffers for the program's `SPLIT_K`.
+    unsafe {
+        stream
+            .launch_builder(f)
+            .arg(a)
+            .arg(b)
+            .arg(c)
+            .arg(partials)
+            .arg(counters)
+            .arg(&m)
+            .arg(&n)
+            .arg(&k)
+            .arg(&batch)
+            .launch(cfg)
+    }
+    .map(|_| ())
 }
 
 /// `kernel(const float* X, float* Y, int rows, int cols)`: a row-wise

@@ -21,6 +21,7 @@ use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
 
 struct Layer<'a> {
     f: CudaFunction,
+    c: Config,
     cfg: LaunchConfig,
     workspace: Box<dyn Workspace + 'a>,
 }
@@ -54,12 +55,12 @@ pub fn time_chain(ordinal: usize, layers: &[(Workload, Config)], policy: &Timing
         }
         let seed = SEED.wrapping_add(1000 + 2 * i as u32);
         let workspace = family.workspace(tools, &op, Inputs { sets: 1, seed, reference: false })?;
-        prepared.push(Layer { f, cfg, workspace });
+        prepared.push(Layer { f, c: *c, cfg, workspace });
     }
     let mut timer = Timer::new(&gpu, *policy).map_err(drv)?;
     let mut launch_all = |_: usize| -> Result<(), DriverError> {
         for l in prepared.iter_mut() {
-            l.workspace.launch(&l.f, l.cfg, 0)?;
+            l.workspace.launch(&l.f, &l.c, l.cfg, 0)?;
         }
         Ok(())
     };

@@ -21,6 +21,7 @@ use hwwfc_core::Op;
 /// A configuration that passed its check, ready to be timed.
 struct Ready {
     rec: Record,
+    c: Config,
     f: CudaFunction,
     cfg: LaunchConfig,
 }
@@ -120,7 +121,7 @@ impl Context<'_> {
         // The check: poisoned output, one run on the first set.
         let checked = (|| -> Result<Result<f64, String>, DriverError> {
             ws.poison()?;
-            ws.launch(&f, cfg, 0)?;
+            ws.launch(&f, &c, cfg, 0)?;
             stream.synchronize()?;
             ws.check()
         })();
@@ -129,7 +130,7 @@ impl Context<'_> {
             Ok(Err(why)) => rec.reason = Some(why),
             Ok(Ok(err)) => {
                 rec.error = Some(err);
-                return Ok(Checked::Ready(Ready { rec, f, cfg }));
+                return Ok(Checked::Ready(Ready { rec, c, f, cfg }));
             }
         }
         Ok(Checked::Failed(rec))
@@ -142,9 +143,9 @@ impl Context<'_> {
         let timer = &mut self.timer;
         let timed = (|| {
             for r in &ready {
-                firsts.push(timer.once(|i| ws.launch(&r.f, r.cfg, i))?);
+                firsts.push(timer.once(|i| ws.launch(&r.f, &r.c, r.cfg, i))?);
             }
-            timer.time_side_by_side(&firsts, |j, i| ws.launch(&ready[j].f, ready[j].cfg, i))
+            timer.time_side_by_side(&firsts, |j, i| ws.launch(&ready[j].f, &ready[j].c, ready[j].cfg, i))
         })();
         Ok(match timed {
             Ok(t) => ready.into_iter().zip(t).map(|(r, t)| self.finish_ok(w, r.rec, t)).collect(),

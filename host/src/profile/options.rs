@@ -40,6 +40,9 @@ pub struct Options {
     pub verbose: bool,
     /// Which configurations to measure (`None`: all).
     pub select: Option<Select>,
+    /// The kernel families `select` keeps, by name, for the run's metadata
+    /// (empty: every family).
+    pub kernels: Vec<String>,
     /// Also time the vendor's library (cuBLAS) on every workload of a
     /// family that has it as a baseline.
     pub cublas: bool,
@@ -66,6 +69,7 @@ impl Options {
             commit: env!("HWWFC_COMMIT").to_string(),
             verbose: false,
             select: None,
+            kernels: Vec::new(),
             cublas: false,
             interleave: false,
         }
@@ -94,6 +98,7 @@ impl Options {
             }),
             flush_bytes: FLUSH_BYTES,
             seed,
+            kernels: self.kernels.clone(),
             summary: None,
         }
     }
