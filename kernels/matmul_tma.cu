@@ -5,12 +5,16 @@
 // inputs, fp32 accumulation, output in the input type; all row-major, the
 // batch as the tensors' third dimension. sm_90a only.
 //
-// Compile-time parameters (-D): BM (block rows: CONSUMERS x 64 or
-// CONSUMERS x 128), BN (block columns, the wgmma N: 64, 128 or 256),
-// STAGES (pipeline depth), CONSUMERS (1 or 2), SPLIT_K (1 by default:
-// the reduction dimension cut into SPLIT_K ranges, each its own unit of
-// work; at most ceil(K / 64), so that every split has a k-block). The
-// reduction step is 64 elements: one 128-byte swizzle atom.
+// Compile-time parameters (-D): BM (tile rows: CONSUMERS x 64 or
+// CONSUMERS x 128; 64 or 128 with PINGPONG), BN (tile columns, the wgmma
+// N: 64, 128 or 256), STAGES (pipeline depth), CONSUMERS (1 or 2),
+// SPLIT_K (1 by default: the reduction dimension cut into SPLIT_K ranges,
+// each its own unit of work; at most ceil(K / 64), so that every split has
+// a k-block), PINGPONG (0 by default: the consumers share each tile's
+// rows; 1, with two consumers: each takes every other unit whole, and
+// their main loops take turns, so that one's epilogue runs under the
+// other's main loop). The reduction step is 64 elements: one 128-byte
+// swizzle atom.
 //
 // Split-K: unit u is split u % SPLIT_K of tile u / SPLIT_K, over the
 // k-blocks [s KT / SPLIT_K, (s + 1) KT / SPLIT_K). Each warp of a split
@@ -38,6 +42,12 @@
 #ifndef SPLIT_K
 #define SPLIT_K 1
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#if PINGPONG && CONSUMERS != 2
+#error "PINGPONG takes two consumer warpgroups"
+#endif
 #if BF16
 #define WG_AB "bf16.bf16"
 #else
@@ -45,7 +55,11 @@
 #endif
 
 #define BK 64
+#if PINGPONG
+#define WG_M BM  // each consumer warpgroup computes whole tiles
+#else
 #define WG_M (BM / CONSUMERS)  // rows of one consumer warpgroup
+#endif
 #define MI (WG_M / 64)         // m64 instructions per consumer per k16 step
 #define THREADS (128 * (CONSUMERS + 1))
 #define A_BYTES (BM * BK * 2)
@@ -244,7 +258,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
             mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, CONSUMERS * 128);
+            mbar_init(empty + 8 * s, (PINGPONG ? 1 : CONSUMERS) * 128);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -278,17 +292,33 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         // Consumers: warpgroup c computes rows [c WG_M, (c+1) WG_M) of the tile.
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
         const int c = wg - 1, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+        // The consumer's first row in a tile, and its index among the
+        // warpgroups that share a tile (ping-pong: each has its own).
+        const int crow = PINGPONG ? 0 : c * WG_M, cshare = PINGPONG ? 0 : c;
         float d[MI][BN / 2];
-        int it = 0;
-        for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        int it = 0, j = 0;
+        for (int u = blockIdx.x; u < units; u += gridDim.x, j++) {
             const int t = u / SPLIT_K, sp = u % SPLIT_K;
             int z, m0, n0, kb, ke;
             tile_origin(t, tiles_m, tiles_n, z, m0, n0);
             split_range(sp, KT, kb, ke);
+#if PINGPONG
+            // Units alternate between the two consumers; a consumer skips
+            // the other's stages, and starts its main loop only once the
+            // other has finished the previous unit's (named barrier 1 + c,
+            // the other's arrival and this one's wait), so that the
+            // stages it waits for are never more than one phase ahead and
+            // one consumer's epilogue overlaps the other's main loop.
+            if ((j & 1) != c) {
+                it += ke - kb;
+                continue;
+            }
+            if (j > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + c) : "memory");
+#endif
             for (int kt = kb; kt < ke; kt++, it++) {
                 const int s = it % STAGES;
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
-                const unsigned a = base + s * STAGE_BYTES + c * WG_M * 128, b = base + s * STAGE_BYTES + A_BYTES;
+                const unsigned a = base + s * STAGE_BYTES + crow * 128, b = base + s * STAGE_BYTES + A_BYTES;
                 wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < BK / 16; k++) {
@@ -305,6 +335,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             }
             wgmma_wait<0>();
             mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+#if PINGPONG
+            if (u + gridDim.x < units) asm volatile("bar.arrive %0, 256;\n" ::"r"(2 - c) : "memory");
+#endif
             const int q = lane % 4;
 #if SPLIT_K > 1
             {
@@ -316,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                 for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        const int row = m0 + c * WG_M + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+                        const int row = m0 + crow + mi * 64 + warp * 16 + lane / 4 + 8 * h;
 #pragma unroll
                         for (int g = 0; g < BN / 8; g++) {
                             const int col = n0 + 8 * g + 2 * q;
@@ -327,7 +360,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                     }
                 __threadfence();
                 __syncwarp();
-                unsigned* counter = counters + ((size_t)t * CONSUMERS + c) * 4 + warp;
+                unsigned* counter = counters + ((size_t)t * CONSUMERS + cshare) * 4 + warp;
                 unsigned arrived = 0;
                 if (lane == 0) arrived = atomicAdd(counter, 1u);
                 arrived = __shfl_sync(0xffffffffu, arrived, 0);
@@ -339,7 +372,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                 for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
-                        const int row = m0 + c * WG_M + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+                        const int row = m0 + crow + mi * 64 + warp * 16 + lane / 4 + 8 * h;
 #pragma unroll
                         for (int g = 0; g < BN / 8; g++) {
                             const int col = n0 + 8 * g + 2 * q;
@@ -368,7 +401,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             for (int mi = 0; mi < MI; mi++) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
-                    const int row = m0 + c * WG_M + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+                    const int row = m0 + crow + mi * 64 + warp * 16 + lane / 4 + 8 * h;
 #pragma unroll
                     for (int jb = 0; jb < BN / 8; jb += 4) {
                         unsigned pair[4], mine[4];

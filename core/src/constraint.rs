@@ -26,8 +26,9 @@ pub enum Constraint {
     /// registers do not fit on an SM.
     Registers,
     /// The kernel cannot be laid out: a warp tile that is not a multiple of
-    /// the matrix instruction, fewer elements than threads, or more
-    /// split-K ranges than k-blocks.
+    /// the matrix instruction, fewer elements than threads, more split-K
+    /// ranges than k-blocks, or a split or ping-pong outside the kernel
+    /// that has them.
     Geometry,
     /// The state cannot follow the previous layer's state.
     Adjacency,
@@ -101,7 +102,7 @@ pub fn check(spec: &HardwareSpec, op: &Op, state: &State) -> Result<(), Constrai
         return Err(Constraint::Registers);
     }
     let laid_out = match state.placement {
-        _ if state.split_k != 1 && state.placement != Placement::Tma => false,
+        _ if (state.split_k != 1 || state.pingpong) && state.placement != Placement::Tma => false,
         Placement::Pipelined => geometry_ok(op, state),
         Placement::Tma => tma_geometry_ok(op, state),
         Placement::Sram | Placement::Dram => true,
@@ -132,14 +133,16 @@ fn tma_describable(op: &Op) -> bool {
 /// The Hopper matmul's layout: 16-bit operands (the kernel's `wgmma` and
 /// its tensor maps), a 64-element reduction step (one swizzle atom), block
 /// columns in whole 64-column boxes, and each consumer warpgroup's rows
-/// (`BM / consumers`) one or two `wgmma` m64 instructions; a split-K
-/// factor of at most one split per 64-element k-block (each split reduces
-/// at least one).
+/// (`BM / consumers`, or all of them in ping-pong, which takes two
+/// consumers) one or two `wgmma` m64 instructions; a split-K factor of at
+/// most one split per 64-element k-block (each split reduces at least
+/// one).
 fn tma_geometry_ok(op: &Op, state: &State) -> bool {
     let t = &state.tile;
     let consumers = state.warps_m / 4;
     let sixteen_bit = op.dtype().bytes() == 2;
-    let rows = if consumers > 0 { t.m / consumers as u16 } else { 0 };
+    let sharing = if state.pingpong { 1 } else { consumers };
+    let rows = if sharing > 0 { t.m / sharing as u16 } else { 0 };
     let k_blocks = match *op {
         Op::MatMul { k, .. } => k.div_ceil(64),
         Op::Softmax { .. } => 0,
@@ -155,7 +158,8 @@ fn tma_geometry_ok(op: &Op, state: &State) -> bool {
         && t.n % 64 == 0
         && t.n <= 256
         && (rows == 64 || rows == 128)
-        && rows * consumers as u16 == t.m
+        && rows * sharing as u16 == t.m
+        && (!state.pingpong || consumers == 2)
 }
 
 fn geometry_ok(op: &Op, state: &State) -> bool {

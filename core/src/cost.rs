@@ -52,9 +52,13 @@
 //! A split-K state (the Hopper matmul's `split_k > 1`) runs `split_k`
 //! blocks per output tile, each over its share of the k-blocks; their fp32
 //! partial sums, written by every split and read back once, add
-//! `(2 split_k - 1) x 4` bytes per output element to the tile traffic and
-//! to each block's epilogue. These terms are structural, with no
-//! coefficient of their own.
+//! `(2 split_k - 1) x 4` bytes per output element to the tile traffic
+//! (what of them the L2 cannot hold, to the DRAM traffic) and to each
+//! block's epilogue. A ping-pong state (two consumer warpgroups,
+//! each with its own tiles in turns) reads B once per tile from shared
+//! memory and stores a tile while the other consumer computes, so a block
+//! slot's chain holds the stores of its last tile only. These terms are
+//! structural, with no coefficient of their own.
 //!
 //! They combine in a smooth maximum `(c^p + m^p + h^p + s^p)^(1/p)`
 //! (compute, memory, chain, shared memory), so no term saturates the
@@ -357,7 +361,9 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
         + if scalar_b { libm::ceilf(bk * bn / 8.0 / threads) } else { 0.0 };
 
     // Compute: the busiest SM's padded flops over its share of peak.
-    let warp_area = (bm / s.warps_m.max(1) as f32) * (bn / s.warps_n.max(1) as f32);
+    // A ping-pong tile is one warpgroup's: four warps over its rows.
+    let warps_m = if s.pingpong { 4 } else { s.warps_m.max(1) };
+    let warp_area = (bm / warps_m as f32) * (bn / s.warps_n.max(1) as f32);
     let mma = warp_area / (warp_area + c.warp_tile_half);
     let w = resident_warps(g, s);
     let busy = if spec.space.is_cuda() { (w / SUB_PARTITIONS_PER_SM).min(1.0) } else { 1.0 };
@@ -377,7 +383,9 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
         _ => blocks * stage_bytes * steps,
     } + batch * m * n * e
         + partials;
-    let unique = batch * (m * depth + depth * n + m * n) * e;
+    // Partial sums beyond what the L2 holds go to DRAM and back.
+    let spilled = (partials - spec.l2_bytes as f32).max(0.0);
+    let unique = batch * (m * depth + depth * n + m * n) * e + spilled;
     let dram = unique + c.l2_miss_rate * (traffic - unique).max(0.0);
     let in_flight = stage_bytes * (s.stages.max(2) - 1) as f32;
     let bw = bandwidth(spec, c, g, s, in_flight);
@@ -403,7 +411,7 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
         0.0
     } else {
         let read = match s.placement {
-            Placement::Tma => (bm + (s.warps_m / 4).max(1) as f32 * bn) * bk * e,
+            Placement::Tma => (bm + if s.pingpong { 1.0 } else { (s.warps_m / 4).max(1) as f32 } * bn) * bk * e,
             _ => (s.warps_n.max(1) as f32 * bm + s.warps_m.max(1) as f32 * bn) * bk * e,
         };
         let smem_rate = spec.peak_flop_per_us(dtype) / sms * c.smem_bytes_per_flop;
@@ -417,8 +425,11 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // A split-K unit stores fp32 partials; one unit in `split` also reads
     // the others' and stores the output.
     let tile_bytes = if split > 1.0 { 4.0 + ((split - 1.0) * 4.0 + e) / split } else { e };
-    let per_block = overhead + bm * bn * tile_bytes / store_bw;
-    let t_chain = chain(g, t_steps, t_compute, per_block);
+    let store = bm * bn * tile_bytes / store_bw;
+    // Ping-pong: a tile's stores run under the other consumer's main loop,
+    // so a block slot waits for its last tile's alone.
+    let (per_block, last) = if s.pingpong { (overhead, store) } else { (overhead + store, 0.0) };
+    let t_chain = chain(g, t_steps, t_compute, per_block) + last;
     smooth_max(c, g, [t_compute, t_memory, t_chain, t_smem])
 }
 

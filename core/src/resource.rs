@@ -72,10 +72,10 @@ pub fn usage(op: &Op, state: &State) -> Usage {
         (Op::MatMul { .. }, Placement::Tma) => {
             // Stages of A (BM x BK) and B (BK x BN), their barriers, the
             // alignment slack; each consumer warpgroup holds its rows of
-            // the tile's accumulators, one fp32 per element over its 128
-            // threads.
+            // the tile's accumulators (all of them in ping-pong), one fp32
+            // per element over its 128 threads.
             let stages = state.stages.max(1) as u32;
-            let consumers = (state.warps_m as u32 / 4).max(1);
+            let consumers = if state.pingpong { 1 } else { (state.warps_m as u32 / 4).max(1) };
             let per_stage = mul(bm, bk).saturating_add(mul(bk, bn));
             let sram = mul(mul(stages, per_stage), e).saturating_add(TMA_FIXED_SMEM_BYTES + 16 * stages);
             (sram, mul(bm / consumers, bn) / 128 + BASE_REGISTERS_PER_THREAD)

@@ -14,8 +14,9 @@
 //! - [`SpaceKind::Hopper`]: the CUDA space and, after its matmul states,
 //!   those of the Hopper matmul (`kernels/matmul_tma.cu`: TMA, `wgmma`,
 //!   warp-specialized, persistent; [`Placement::Tma`]), with the block
-//!   tile, the consumer warpgroups, the pipeline depth and the split-K
-//!   factor as parameters.
+//!   tile, the consumer warpgroups (sharing each tile, or ping-pong: each
+//!   with its own), the pipeline depth and the split-K factor as
+//!   parameters.
 //!   The CUDA matmul table is a prefix of the Hopper one, so a state keeps
 //!   its index in both.
 
@@ -80,11 +81,13 @@ pub const HOPPER_MATMUL_STAGES: [u8; 4] = [2, 3, 4, 6];
 /// Reduction splits of the Hopper matmul (split-K; 1 first, so that the
 /// unsplit states keep their indices).
 pub const HOPPER_MATMUL_SPLITS: [u8; 4] = [1, 2, 4, 8];
+/// Tile rows of the Hopper matmul's ping-pong states (one consumer
+/// warpgroup's: one or two `wgmma` m64).
+pub const HOPPER_PINGPONG_BM: [u16; 2] = [64, 128];
 const HOPPER_TMA_LEN: usize = HOPPER_MATMUL_SPLITS.len()
-    * HOPPER_MATMUL_BM.len()
     * HOPPER_MATMUL_BN.len()
-    * HOPPER_MATMUL_CONSUMERS.len()
-    * HOPPER_MATMUL_STAGES.len();
+    * HOPPER_MATMUL_STAGES.len()
+    * (HOPPER_MATMUL_BM.len() * HOPPER_MATMUL_CONSUMERS.len() + HOPPER_PINGPONG_BM.len());
 const HOPPER_MATMUL_LEN: usize = CUDA_MATMUL_LEN + HOPPER_TMA_LEN;
 
 /// Column blocks of the CUDA softmax (elements of a row handled per step).
@@ -99,6 +102,7 @@ const PLACEHOLDER: State = State {
     warps_n: 1,
     stages: 1,
     split_k: 1,
+    pingpong: false,
     placement: Placement::Sram,
     layout: Layout::RowMajor,
 };
@@ -121,6 +125,7 @@ const fn tiles_table(softmax: bool) -> [State; TILES_LEN] {
                     warps_n: 1,
                     stages: 1,
                     split_k: 1,
+                    pingpong: false,
                     placement: TILE_PLACEMENTS[p],
                     layout: TILE_LAYOUTS[l],
                 };
@@ -155,6 +160,7 @@ const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
                             warps_n: CUDA_MATMUL_WARPS[w].1,
                             stages: CUDA_MATMUL_STAGES[s],
                             split_k: 1,
+                            pingpong: false,
                             placement: Placement::Pipelined,
                             layout: Layout::RowMajor,
                         };
@@ -188,6 +194,7 @@ const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
                             warps_n: 1,
                             stages: HOPPER_MATMUL_STAGES[s],
                             split_k: HOPPER_MATMUL_SPLITS[k],
+                            pingpong: false,
                             placement: Placement::Tma,
                             layout: Layout::RowMajor,
                         };
@@ -195,6 +202,36 @@ const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
                         s += 1;
                     }
                     c += 1;
+                }
+                b += 1;
+            }
+            a += 1;
+        }
+        k += 1;
+    }
+    // Ping-pong: two consumer warpgroups, each with whole tiles of
+    // `HOPPER_PINGPONG_BM` rows, after every cooperative state (whose
+    // indices they keep).
+    let mut k = 0;
+    while k < HOPPER_MATMUL_SPLITS.len() {
+        let mut a = 0;
+        while a < HOPPER_PINGPONG_BM.len() {
+            let mut b = 0;
+            while b < HOPPER_MATMUL_BN.len() {
+                let mut s = 0;
+                while s < HOPPER_MATMUL_STAGES.len() {
+                    out[i] = State {
+                        tile: Tile { m: HOPPER_PINGPONG_BM[a], n: HOPPER_MATMUL_BN[b], k: HOPPER_MATMUL_BK },
+                        warps_m: 8,
+                        warps_n: 1,
+                        stages: HOPPER_MATMUL_STAGES[s],
+                        split_k: HOPPER_MATMUL_SPLITS[k],
+                        pingpong: true,
+                        placement: Placement::Tma,
+                        layout: Layout::RowMajor,
+                    };
+                    i += 1;
+                    s += 1;
                 }
                 b += 1;
             }
@@ -220,6 +257,7 @@ const fn cuda_softmax_table() -> [State; CUDA_SOFTMAX_LEN] {
                 warps_n: (CUDA_SOFTMAX_THREADS[t] / 32) as u8,
                 stages: 1,
                 split_k: 1,
+                pingpong: false,
                 placement: Placement::Pipelined,
                 layout: Layout::RowMajor,
             };

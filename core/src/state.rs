@@ -102,6 +102,11 @@ pub struct State {
     /// for layers with too few output tiles to fill the GPU); 1 without a
     /// split, the only value outside the Hopper matmul.
     pub split_k: u8,
+    /// Ping-pong: the Hopper matmul's two consumer warpgroups each take
+    /// whole tiles (`tile.m` rows), in turns, so that one's epilogue runs
+    /// under the other's main loop, instead of sharing each tile's rows;
+    /// false outside the Hopper matmul.
+    pub pingpong: bool,
     /// Where the working set lives.
     pub placement: Placement,
     /// Layout of the output.

@@ -15,8 +15,8 @@
 //! for, so their header names it ([`Message::COST_MODEL_VERSION`]): a
 //! schedule, a spec or a graph has a 2-byte header, coefficients a 3-byte
 //! one ([`Message::HEADER_LEN`]). Version 1 of the format (before the cost
-//! model's byte) and version 2 (states without their split-K factor) are no
-//! longer read.
+//! model's byte) and version 2 (states without their split-K factor and
+//! ping-pong flag) are no longer read.
 //!
 //! [`to_slice`] writes into a caller's buffer and returns the used part;
 //! [`from_bytes`] reads one message and rejects a wrong version, a wrong
@@ -34,7 +34,7 @@ use postcard::experimental::max_size::MaxSize;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// Version of the wire format: 3 since a state carries its split-K factor
-/// (2: coefficients carry the cost model's version).
+/// and ping-pong flag (2: coefficients carry the cost model's version).
 pub const WIRE_VERSION: u8 = 3;
 
 /// Bytes of the header every message starts with (the format version and

@@ -438,8 +438,8 @@ fn corrupt_schedule_bytes() {
 
     // An out-of-range enum variant: the first choice's placement. Layout
     // of a choice: index (varint), tile m, n, k (varints), warps_m, warps_n,
-    // stages, split_k (one byte each), placement, layout (variant indices),
-    // then two f32.
+    // stages, split_k, pingpong (one byte each), placement, layout (variant
+    // indices), then two f32.
     let s = &decoded.choices[0];
     let varint_len = |v: u16| {
         if v < 128 {
@@ -454,7 +454,7 @@ fn corrupt_schedule_bytes() {
         + 1
         + varint_len(s.index)
         + [s.state.tile.m, s.state.tile.n, s.state.tile.k].map(varint_len).iter().sum::<usize>()
-        + 4;
+        + 5;
     assert_eq!(bytes[at], s.state.placement as u8);
     // One past the last placement (`Tma`, variant 3).
     let mut b = bytes.clone();

@@ -77,7 +77,8 @@ fn the_kernels_layout_and_limits_decide_which_tma_states_remain() {
     let op = mm(4096, 4096, 4096, DType::Bf16);
     for s in tma_states() {
         let consumers = (s.warps_m / 4) as u16;
-        let rows = s.tile.m / consumers;
+        // Ping-pong: each of the two consumers holds whole tiles.
+        let rows = if s.pingpong { s.tile.m } else { s.tile.m / consumers };
         let accumulators = rows as u32 * s.tile.n as u32 / 128;
         let smem = resource::usage(&op, s).sram_bytes;
         // In the order the constraints are checked.
@@ -146,7 +147,11 @@ fn split_k_stays_within_the_k_blocks_and_belongs_to_the_hopper_family() {
 
 #[test]
 fn split_k_multiplies_the_blocks_and_the_model_splits_only_few_tiles_over_a_long_k() {
-    let spec = hopper();
+    // The H200's rates (specs/h200.json) beside its limits.
+    let mut spec = hopper();
+    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
+    spec.dram_bandwidth_gbps = 4800.0;
+    spec.l2_bytes = 62_914_560;
     let c = Coefficients::default();
     let best = |op: &Op, split: bool| {
         tma_states()
@@ -163,4 +168,50 @@ fn split_k_multiplies_the_blocks_and_the_model_splits_only_few_tiles_over_a_long
     // A large square product fills the GPU without splitting.
     let square = mm(4096, 4096, 4096, DType::F16);
     assert!(best(&square, false) < best(&square, true), "{} {}", best(&square, false), best(&square, true));
+}
+
+#[test]
+fn ping_pong_takes_two_consumers_each_with_whole_tiles() {
+    let spec = hopper();
+    let op = mm(4096, 4096, 4096, DType::F16);
+    let pingpong: Vec<&State> = tma_states().filter(|s| s.pingpong).collect();
+    assert!(!pingpong.is_empty());
+    for s in &pingpong {
+        assert_eq!(s.warps_m, 8, "{s:?}");
+        assert_eq!(s.threads(), 3 * 128);
+        let ok = constraint::check(&spec, &op, s);
+        // A consumer holds a whole tile's accumulators: 128 x 256 is too many.
+        let accumulators = s.tile.m as u32 * s.tile.n as u32 / 128;
+        if resource::usage(&op, s).sram_bytes > spec.sram_per_block_bytes {
+            assert_eq!(ok, Err(Constraint::SramCapacity), "{s:?}");
+        } else if accumulators + resource::BASE_REGISTERS_PER_THREAD > resource::TMA_CONSUMER_REGISTERS {
+            assert_eq!(ok, Err(Constraint::Registers), "{s:?}");
+        } else {
+            assert_eq!(ok, Ok(()), "{s:?}");
+        }
+        // The same tile shared by two cooperative consumers is a different
+        // state, with half the accumulators each.
+        let cooperative = State { pingpong: false, ..**s };
+        if s.tile.m == 128 {
+            assert_eq!(
+                resource::usage(&op, &cooperative).registers_per_thread * 2,
+                resource::usage(&op, s).registers_per_thread + resource::BASE_REGISTERS_PER_THREAD
+            );
+        }
+        // One consumer cannot ping-pong, nor can the mma.sync family.
+        if ok.is_ok() {
+            let alone = State { warps_m: 4, ..**s };
+            assert_eq!(constraint::check(&spec, &op, &alone), Err(Constraint::Geometry), "{s:?}");
+        }
+    }
+    for s in space::states(SpaceKind::Hopper, OpKind::MatMul).iter().filter(|s| s.placement != Placement::Tma) {
+        if constraint::check(&spec, &op, s).is_ok() {
+            let pp = State { pingpong: true, ..*s };
+            assert_eq!(constraint::check(&spec, &op, &pp), Err(Constraint::Geometry), "{s:?}");
+        }
+    }
+    // The unsplit cooperative states come first and keep their indices.
+    let table = space::states(SpaceKind::Hopper, OpKind::MatMul);
+    let first = table.iter().position(|s| s.pingpong).unwrap();
+    assert!(table[..first].iter().all(|s| !s.pingpong) && table[first..].iter().all(|s| s.pingpong));
 }

@@ -307,15 +307,18 @@ fn layout() -> impl Strategy<Value = Layout> {
 }
 
 fn state() -> impl Strategy<Value = State> {
-    (any::<[u16; 3]>(), any::<[u8; 4]>(), placement(), layout()).prop_map(|([m, n, k], [wm, wn, st, sk], p, l)| State {
-        tile: Tile { m, n, k },
-        warps_m: wm,
-        warps_n: wn,
-        stages: st,
-        split_k: sk,
-        placement: p,
-        layout: l,
-    })
+    (any::<[u16; 3]>(), any::<[u8; 4]>(), any::<bool>(), placement(), layout()).prop_map(
+        |([m, n, k], [wm, wn, st, sk], pp, p, l)| State {
+            tile: Tile { m, n, k },
+            warps_m: wm,
+            warps_n: wn,
+            stages: st,
+            split_k: sk,
+            pingpong: pp,
+            placement: p,
+            layout: l,
+        },
+    )
 }
 
 fn schedule_with(f: impl Strategy<Value = f32> + Clone) -> impl Strategy<Value = Schedule<8>> {
@@ -545,6 +548,7 @@ fn max_encoded_len_bounds_the_largest_values() {
         warps_n: u8::MAX,
         stages: u8::MAX,
         split_k: u8::MAX,
+        pingpong: true,
         placement: Placement::Pipelined,
         layout: Layout::Tiled,
     };

@@ -385,7 +385,7 @@ predicted total, whether WFC and the exact DP agree, and the median build and
 solve times over many repeats.
 
 --json prints one object: spec, model, layers[] (name, kind, op, tile_m,
-tile_n, tile_k, warps_m, warps_n, stages, split_k, placement, layout, state_index,
+tile_n, tile_k, warps_m, warps_n, stages, split_k, pingpong, placement, layout, state_index,
 unary_us, transition_us, candidates, states_left, removed {{constraint:
 count}}), wfc_cost, exact_cost, wfc_states, exact_states, agree (same states), equal_cost
 (same total within f32 rounding), gap_percent,

@@ -28,9 +28,10 @@ pub fn tile(state: &State) -> String {
     }
 }
 
-/// The warp grid of `state`: `ROWSxCOLS`.
+/// The warp grid of `state`: `ROWSxCOLS`, and ` pp` where two consumer
+/// warpgroups take whole tiles in turns (ping-pong).
 pub fn warps(state: &State) -> String {
-    format!("{}x{}", state.warps_m, state.warps_n)
+    format!("{}x{}{}", state.warps_m, state.warps_n, if state.pingpong { " pp" } else { "" })
 }
 
 /// The whole state: `32x32x32 warps 1x1 stages 1 sram row_major`, with

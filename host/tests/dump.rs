@@ -100,9 +100,19 @@ fn dump_reproduces_the_optimum_on_the_virtual_specs() {
         assert_eq!(d["spec"], spec);
         assert_eq!(d["layers"].as_array().unwrap().len(), 6);
         let s = &d["layers"][2]["states"][0];
-        for key in
-            ["index", "tile_m", "tile_n", "tile_k", "warps_m", "warps_n", "stages", "split_k", "placement", "layout"]
-        {
+        for key in [
+            "index",
+            "tile_m",
+            "tile_n",
+            "tile_k",
+            "warps_m",
+            "warps_n",
+            "stages",
+            "split_k",
+            "pingpong",
+            "placement",
+            "layout",
+        ] {
             assert!(!s[key].is_null(), "{key}");
         }
     }

@@ -51,6 +51,7 @@ fn check_report(v: &Value, spec: &str, model: &str, layers: usize) {
             "warps_n",
             "stages",
             "split_k",
+            "pingpong",
             "placement",
             "layout",
             "state_index",

@@ -9,7 +9,9 @@
 //
 // One line per (dtype, shape, configuration); `bench.sh` beside this builds
 // and runs it on the device. QUICK=1 keeps the first two shapes; DECODE=1
-// takes the decode shapes (M <= 16) and the split-K configurations instead.
+// takes the decode shapes (M <= 16) and the split-K configurations instead;
+// PINGPONG=1 the ping-pong configurations beside the cooperative ones of the
+// same tiles.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -50,7 +52,7 @@
 static const int REPS = 20;
 
 struct Config {
-    int bm, bn, consumers, stages, split;
+    int bm, bn, consumers, stages, split, pingpong;
 };
 struct Shape {
     int m, n, k, batch;
@@ -105,6 +107,7 @@ static CUmodule build(const std::string& dir, const Config& c, int bf16, const s
     std::vector<std::string> opts = {"-DBM=" + std::to_string(c.bm), "-DBN=" + std::to_string(c.bn),
                                      "-DCONSUMERS=" + std::to_string(c.consumers),
                                      "-DSTAGES=" + std::to_string(c.stages), "-DSPLIT_K=" + std::to_string(c.split),
+                                     "-DPINGPONG=" + std::to_string(c.pingpong),
                                      "-DBF16=" + std::to_string(bf16),
                                      "--gpu-architecture=sm_90a", "-std=c++17"};
     for (auto& e : extra) opts.push_back(e);
@@ -174,6 +177,24 @@ int main(int argc, char** argv) {
                                  {2048, 2048, 128, 32, "attn_scores"},  {1000, 1032, 776, 3, "odd_batched"},
                                  {77, 50264, 768, 1, "lm_head77"},      {16, 4096, 4096, 1, "decode16"}};
     if (getenv("QUICK")) shapes.resize(2);
+    if (getenv("PINGPONG")) {
+        configs.clear();
+        for (int pp : {0, 1})
+            for (Config c : std::vector<Config>{{128, 128, 2, 4, 1}, {128, 128, 2, 6, 1}, {64, 256, 2, 4, 1},
+                                                {128, 64, 2, 6, 1}, {64, 128, 2, 6, 1}}) {
+                // Ping-pong: BM rows per consumer; cooperative: BM split
+                // between the two, so the same tile rows take 2 x BM there.
+                c.pingpong = pp;
+                if (!pp) c.bm *= 2;
+                if (!pp && c.bm * c.bn > 256 * 128) continue;
+                configs.push_back(c);
+            }
+        shapes.erase(shapes.begin() + 1);  // not 8192^3
+        shapes.push_back({768, 3072, 768, 1, "gpt2_ffn"});
+        shapes.push_back({6304, 3072, 768, 1, "vit_mlp_fc"});
+        shapes.push_back({4096, 768, 3072, 1, "bert_ffn_out"});
+        shapes.push_back({1024, 1024, 64, 12, "gpt2_scores"});
+    }
     if (getenv("DECODE")) {
         configs.clear();
         for (int split : {1, 2, 4, 8}) {
@@ -302,7 +323,8 @@ int main(int argc, char** argv) {
                 }
                 float us = median(tt);
                 char cfg[32];
-                snprintf(cfg, sizeof cfg, "%dx%d c%d s%d k%d", c.bm, c.bn, c.consumers, c.stages, c.split);
+                snprintf(cfg, sizeof cfg, "%dx%d c%d s%d k%d%s", c.bm, c.bn, c.consumers, c.stages, c.split,
+                         c.pingpong ? " pp" : "");
                 printf("%-5s %-13s %-22s %-16s %5d %9.2e %9.1f %8.1f %8.1f %6.2f%s\n", bf16 ? "bf16" : "f16", s.name,
                        dims, cfg, res[i].first, rel, us, flop / us / 1e6, flop / blas_us / 1e6, blas_us / us,
                        ok ? "" : (hb ? "  FAIL (unwritten/NaN)" : "  FAIL"));

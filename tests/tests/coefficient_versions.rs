@@ -39,23 +39,29 @@ type Entry =
 fn c_status(f: Entry, coefficients: &[u8]) -> i32 {
     let spec = encode(&presets::stress_gpu());
     let model = encode(&models::builtin::<8>("attention", None).unwrap());
-    let mut out = vec![0u8; HWWFC_SCHEDULE_MAX_LEN];
-    let mut len = 0usize;
-    // SAFETY: valid buffers and their lengths.
-    unsafe {
-        f(
-            spec.as_ptr(),
-            spec.len(),
-            model.as_ptr(),
-            model.len(),
-            coefficients.as_ptr(),
-            coefficients.len(),
-            HWWFC_SOLVER_WFC,
-            out.as_mut_ptr(),
-            out.len(),
-            &mut len,
-        )
-    }
+    let coefficients = coefficients.to_vec();
+    // On a thread with the stack `hwwfc_schedule` documents for an
+    // unoptimized build.
+    let call = move || {
+        let mut out = vec![0u8; HWWFC_SCHEDULE_MAX_LEN];
+        let mut len = 0usize;
+        // SAFETY: valid buffers and their lengths.
+        unsafe {
+            f(
+                spec.as_ptr(),
+                spec.len(),
+                model.as_ptr(),
+                model.len(),
+                coefficients.as_ptr(),
+                coefficients.len(),
+                HWWFC_SOLVER_WFC,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut len,
+            )
+        }
+    };
+    std::thread::Builder::new().stack_size(4 << 20).spawn(call).unwrap().join().unwrap()
 }
 
 /// The host loader's error for the file `path`, as the command prints it.

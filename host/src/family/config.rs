@@ -33,6 +33,14 @@ pub struct Config {
     /// is not 1, so older records read unchanged.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub split_k: u8,
+    /// Ping-pong consumers (the Hopper matmul); written in records only
+    /// where it is true.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pingpong: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn one() -> u8 {
@@ -64,6 +72,7 @@ impl Config {
             stages: s.stages,
             placement: s.placement,
             split_k: s.split_k,
+            pingpong: s.pingpong,
         }
     }
 
@@ -80,6 +89,7 @@ impl Config {
             warps_n: self.warps_n,
             stages: self.stages,
             split_k: self.split_k,
+            pingpong: self.pingpong,
             placement: self.placement,
             layout: hwwfc_core::Layout::RowMajor,
         }

@@ -4,7 +4,8 @@
 //! and one or two consumer warpgroups, one block per SM walking the output
 //! tiles in grouped order. The core's states of this family are those of
 //! [`Placement::Tma`]: tile `BM x BN x 64`, `warps_m` four warps per
-//! consumer warpgroup, `split_k` splits of the reduction per tile. Runs on
+//! consumer warpgroup (two in ping-pong, each with whole tiles in turns),
+//! `split_k` splits of the reduction per tile. Runs on
 //! the matmul's workspace (same inputs, reference and cuBLAS baseline),
 //! with a tensor map of A and of B per input set, and, for split-K, the
 //! fp32 partial sums and the tiles' arrival counters.
@@ -67,12 +68,14 @@ impl KernelFamily for TmaWgmma {
             ("STAGES".into(), c.stages as u32),
             ("CONSUMERS".into(), consumers(c)),
             ("SPLIT_K".into(), c.split_k.max(1) as u32),
+            ("PINGPONG".into(), c.pingpong as u32),
         ]
     }
 
     fn label(&self, c: &Config) -> String {
         let split = if c.split_k > 1 { format!(" k{}", c.split_k) } else { String::new() };
-        format!("{}x{}x{} wg{} s{}{split} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages)
+        let pingpong = if c.pingpong { " pp" } else { "" };
+        format!("{}x{}x{} wg{}{pingpong} s{}{split} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages)
     }
 
     fn launch(&self, op: &Op, c: &Config, sm_count: u32) -> LaunchConfig {
@@ -254,6 +257,24 @@ mod tests {
     }
 
     #[test]
+    fn ping_pong_configurations_are_their_own_programs() {
+        let hopper = spec(SpaceKind::Hopper);
+        let op = mm(4096, 4096, 4096, 1);
+        let configs = TmaWgmma.configs(&hopper, &op);
+        let pp = configs.iter().find(|c| c.pingpong && c.tile_m == 128 && c.tile_n == 128 && c.split_k == 1).unwrap();
+        assert_eq!(consumers(pp), 2);
+        assert!(TmaWgmma.defines(pp).contains(&("PINGPONG".into(), 1)));
+        assert!(TmaWgmma.label(pp).contains("wg2 pp"), "{}", TmaWgmma.label(pp));
+        // A tile of 128 rows: 32 x 32 tiles over 132 SMs.
+        assert_eq!(TmaWgmma.launch(&op, pp, 132).grid_dim.0, 132);
+        assert_eq!(TmaWgmma.launch(&mm(256, 256, 64, 1), pp, 132).grid_dim.0, 4);
+        let text = serde_json::to_string(pp).unwrap();
+        assert!(text.contains("\"pingpong\":true"), "{text}");
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *pp);
+        assert!(configs.iter().all(|c| !c.pingpong || c.tile_m <= 128));
+    }
+
+    #[test]
     fn records_name_the_placement_only_where_it_is_not_the_default() {
         let hopper = spec(SpaceKind::Hopper);
         let op = mm(4096, 4096, 4096, 1);
@@ -264,7 +285,10 @@ mod tests {
         assert!(!text.contains("placement"), "{text}");
         assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *mma);
         let text = serde_json::to_string(tma).unwrap();
-        assert!(text.contains("\"placement\":\"tma\"") && !text.contains("split_k"), "{text}");
+        assert!(
+            text.contains("\"placement\":\"tma\"") && !text.contains("split_k") && !text.contains("pingpong"),
+            "{text}"
+        );
         assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *tma);
     }
 }

@@ -5,7 +5,7 @@
 //! format "hwwfc-problem", version 1, spec, model, cost_unit "us"
 //! layers[]    index, name, kind, op (shape as in --json), candidates,
 //!             states[]: the surviving states in increasing index order:
-//!               index, tile_m tile_n tile_k warps_m warps_n stages split_k placement layout, unary_us
+//!               index, tile_m tile_n tile_k warps_m warps_n stages split_k pingpong placement layout, unary_us
 //! edges[]     from, to (layer indices, producer first),
 //!             transition_us: matrix, rows = the producer's surviving states in order,
 //!             columns = the consumer's; null where the pair is incompatible
@@ -34,6 +34,7 @@ struct StateJson {
     warps_n: u8,
     stages: u8,
     split_k: u8,
+    pingpong: bool,
     placement: &'static str,
     layout: &'static str,
     unary_us: f32,
@@ -108,6 +109,7 @@ pub fn render(
                         warps_n: st.warps_n,
                         stages: st.stages,
                         split_k: st.split_k,
+                        pingpong: st.pingpong,
                         placement: st.placement.name(),
                         layout: st.layout.name(),
                         unary_us: plan.unary(s),

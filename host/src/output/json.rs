@@ -4,7 +4,7 @@
 //! spec, model            names; spec_origin, spec_source, spec_notes, model_origin, seq (null for a file),
 //!                        coefficients ("default" or the file)
 //! layers[]               name, kind, op (the shape: m n k batch | rows cols, dtype),
-//!                        tile_m tile_n tile_k warps_m warps_n stages split_k placement layout,
+//!                        tile_m tile_n tile_k warps_m warps_n stages split_k pingpong placement layout,
 //!                        state_index, unary_us, transition_us,
 //!                        candidates, states_left, removed {constraint: count}
 //! wfc_cost, exact_cost   predicted totals in us (null for a solver not run)
@@ -78,6 +78,7 @@ pub struct LayerJson {
     warps_n: u8,
     stages: u8,
     split_k: u8,
+    pingpong: bool,
     placement: &'static str,
     layout: &'static str,
     state_index: StateIndex,
@@ -179,6 +180,7 @@ pub fn report(v: &ScheduleView<'_>) -> ScheduleJson {
             warps_n: c.state.warps_n,
             stages: c.state.stages,
             split_k: c.state.split_k,
+            pingpong: c.state.pingpong,
             placement: c.state.placement.name(),
             layout: c.state.layout.name(),
             state_index: c.index,
