@@ -232,46 +232,60 @@ mod tests {
         assert!(defines.contains(&("CONSUMERS".into(), c.warps_m as u32 / 4)));
     }
 
+    /// Configuration `base` of the table with a split factor and ping-pong
+    /// flag the kernel takes (the core checks them like any state).
+    fn variant(base: &Config, split_k: u8, pingpong: bool, tile_m: u16) -> Config {
+        Config { split_k, pingpong, tile_m, ..*base }
+    }
+
     #[test]
     fn split_k_configurations_launch_a_block_per_split_of_each_tile() {
         let hopper = spec(SpaceKind::Hopper);
         // 16 x 4096 x 14336: one row of tiles, 224 k-blocks.
         let decode = mm(16, 4096, 14336, 1);
-        let configs = TmaWgmma.configs(&hopper, &decode);
-        for split in [1, 2, 4, 8] {
-            assert!(configs.iter().any(|c| c.split_k == split), "no split {split}");
-        }
-        let c = configs.iter().find(|c| c.split_k == 4 && c.tile_m == 64 && c.tile_n == 128).unwrap();
-        assert_eq!(TmaWgmma.launch(&decode, c, 132).grid_dim.0, (4096 / 128) * 4);
-        assert!(TmaWgmma.defines(c).contains(&("SPLIT_K".into(), 4)));
-        assert!(TmaWgmma.label(c).ends_with(" k4 tma"), "{}", TmaWgmma.label(c));
+        let base = TmaWgmma.configs(&hopper, &decode).into_iter().find(|c| c.tile_m == 64 && c.tile_n == 128).unwrap();
+        let c = variant(&base, 4, false, 64);
+        assert_eq!(hwwfc_core::constraint::check(&hopper, &decode, &c.state()), Ok(()));
+        assert_eq!(TmaWgmma.launch(&decode, &c, 132).grid_dim.0, (4096 / 128) * 4);
+        assert!(TmaWgmma.defines(&c).contains(&("SPLIT_K".into(), 4)));
+        assert!(TmaWgmma.defines(&base).contains(&("SPLIT_K".into(), 1)));
+        assert!(TmaWgmma.label(&c).ends_with(" k4 tma"), "{}", TmaWgmma.label(&c));
+        assert_ne!(TmaWgmma.program(&c), TmaWgmma.program(&base));
         // Many tiles: still one block per SM.
-        assert_eq!(TmaWgmma.launch(&mm(4096, 4096, 14336, 1), c, 132).grid_dim.0, 132);
+        assert_eq!(TmaWgmma.launch(&mm(4096, 4096, 14336, 1), &c, 132).grid_dim.0, 132);
         // K = 128 has two k-blocks: no split beyond 2.
-        let short = TmaWgmma.configs(&hopper, &mm(16, 4096, 128, 1));
-        assert!(short.iter().any(|c| c.split_k == 2) && short.iter().all(|c| c.split_k <= 2));
+        let short = mm(16, 4096, 128, 1);
+        assert_eq!(hwwfc_core::constraint::check(&hopper, &short, &variant(&base, 2, false, 64).state()), Ok(()));
+        assert!(hwwfc_core::constraint::check(&hopper, &short, &c.state()).is_err());
         // A split configuration's record names its split and reads back.
-        let text = serde_json::to_string(c).unwrap();
+        let text = serde_json::to_string(&c).unwrap();
         assert!(text.contains("\"split_k\":4"), "{text}");
-        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *c);
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), c);
     }
 
     #[test]
     fn ping_pong_configurations_are_their_own_programs() {
         let hopper = spec(SpaceKind::Hopper);
         let op = mm(4096, 4096, 4096, 1);
-        let configs = TmaWgmma.configs(&hopper, &op);
-        let pp = configs.iter().find(|c| c.pingpong && c.tile_m == 128 && c.tile_n == 128 && c.split_k == 1).unwrap();
-        assert_eq!(consumers(pp), 2);
-        assert!(TmaWgmma.defines(pp).contains(&("PINGPONG".into(), 1)));
-        assert!(TmaWgmma.label(pp).contains("wg2 pp"), "{}", TmaWgmma.label(pp));
+        let base = TmaWgmma
+            .configs(&hopper, &op)
+            .into_iter()
+            .find(|c| c.warps_m == 8 && c.tile_m == 128 && c.tile_n == 128)
+            .unwrap();
+        let pp = variant(&base, 1, true, 128);
+        assert_eq!(hwwfc_core::constraint::check(&hopper, &op, &pp.state()), Ok(()));
+        assert_eq!(consumers(&pp), 2);
+        assert!(TmaWgmma.defines(&pp).contains(&("PINGPONG".into(), 1)));
+        assert!(TmaWgmma.label(&pp).contains("wg2 pp"), "{}", TmaWgmma.label(&pp));
         // A tile of 128 rows: 32 x 32 tiles over 132 SMs.
-        assert_eq!(TmaWgmma.launch(&op, pp, 132).grid_dim.0, 132);
-        assert_eq!(TmaWgmma.launch(&mm(256, 256, 64, 1), pp, 132).grid_dim.0, 4);
-        let text = serde_json::to_string(pp).unwrap();
+        assert_eq!(TmaWgmma.launch(&op, &pp, 132).grid_dim.0, 132);
+        assert_eq!(TmaWgmma.launch(&mm(256, 256, 64, 1), &pp, 132).grid_dim.0, 4);
+        let text = serde_json::to_string(&pp).unwrap();
         assert!(text.contains("\"pingpong\":true"), "{text}");
-        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), *pp);
-        assert!(configs.iter().all(|c| !c.pingpong || c.tile_m <= 128));
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), pp);
+        // 128 x 256 accumulators are too many for one consumer.
+        let wide = Config { tile_n: 256, ..pp };
+        assert!(hwwfc_core::constraint::check(&hopper, &op, &wide.state()).is_err());
     }
 
     #[test]
