@@ -262,6 +262,22 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub kernels: Vec<String>,
 
+    /// Measure only shard I of N (0 <= I < N): the work dealt out by
+    /// predicted time, the same on every host, so that N processes measure
+    /// disjoint parts into their own folders.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::profile::shard::Shard>,
+
+    /// Print what the run would measure (per workload, the records, those
+    /// the output folder lacks, their predicted device time) and exit,
+    /// without a GPU; needs --spec.
+    #[arg(long)]
+    pub plan: bool,
+
+    /// With --plan: one JSON object instead of the table.
+    #[arg(long, requires = "plan")]
+    pub json: bool,
+
     /// Check all of a workload's configurations first, then time them side
     /// by side, taking turns repeat by repeat, so that the GPU's changes of
     /// state (most likely its clocks under the power limit) fall on all of
@@ -291,6 +307,14 @@ once; with --interleave all of a workload's configurations are checked
 first and then take turns, repeat by repeat (on the H200 one
 configuration measured up to 14% apart from one pass to another, which
 taking turns spreads over all of them alike).
+
+--shard I/N deals every record of the run (whatever the folder holds) to
+one of N parts, longest predicted first to the least loaded, the same way
+on every host; each part goes to its own folder. --plan --spec NAME prints,
+without a GPU, what the run would measure: per workload the records, those
+the output folder lacks and their predicted device time (the cost model's
+time of each launch times the runs the timing policy gives it, each with
+its L2 flush and about 20 us of launching), and the kernels to compile.
 
 Without a GPU or a CUDA driver the command says so and exits non-zero.
 NVRTC (libnvrtc.so) must be on the library path.";

@@ -29,6 +29,9 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 quiet: false,
                 interleave: false,
                 kernels: Vec::new(),
+                shard: None,
+                plan: false,
+                json: false,
             };
             super::profile::run(&profile)?;
             out

@@ -2,11 +2,15 @@
 //! (the loop is [`crate::profile`]).
 
 use crate::cli::ProfileArgs;
+use crate::database::RunFolder;
 use crate::family;
 use crate::gpu::TimingPolicy;
 use crate::input::{spec_file, workload_file};
-use crate::profile::{self, Options, Select};
+use crate::output::plan::{PlanReport, WorkloadPlan};
+use crate::profile::estimate::{Estimator, WORKLOAD_SETUP_S};
+use crate::profile::{self, plan, Options, Select};
 use anyhow::{bail, Result};
+use std::collections::HashSet;
 
 /// The selection of `--kernels`: the configurations of the named families
 /// (`None` where no name is given); an unknown name is an error that lists
@@ -40,6 +44,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let label = args.label.clone().unwrap_or_else(|| {
         args.out.file_name().map_or_else(|| "run".to_string(), |n| n.to_string_lossy().into_owned())
     });
+    let planned_spec = spec.clone();
     let spec_for = Box::new(move |info: &crate::gpu::DeviceInfo| match &spec {
         Some(s) => Ok(s.clone()),
         None => spec_file::builtin_for_device(&info.name),
@@ -56,8 +61,21 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         interleave: args.interleave,
         select,
         kernels: args.kernels.iter().map(|k| k.trim().to_string()).collect(),
+        shard: args.shard,
         ..Options::new(args.gpu, workloads, args.out.clone(), spec_for, label)
     };
+    if args.plan {
+        let Some(spec) = planned_spec else {
+            bail!("--plan opens no device: name the spec whose limits decide the configurations with --spec (such as h200)");
+        };
+        let report = plan_report(&opts, &spec)?;
+        let text = if args.json {
+            serde_json::to_string_pretty(&report)? + "\n"
+        } else {
+            crate::output::plan::render(&report)
+        };
+        return crate::output::write_stdout(&text);
+    }
     let s = profile::run(&opts)?;
     eprintln!(
         "{}: {} records written ({} failed), {} already there{}, {:.1} s",
@@ -69,4 +87,45 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         s.seconds
     );
     Ok(())
+}
+
+/// What a run of `opts` on `spec` would measure, against what its output
+/// folder holds, and its predicted device time.
+pub fn plan_report(opts: &Options, spec: &hwwfc_core::HardwareSpec) -> Result<PlanReport> {
+    let folder = RunFolder::new(&opts.out);
+    let held: HashSet<_> =
+        if folder.has_records() { folder.records()?.iter().map(|r| r.key()).collect() } else { HashSet::new() };
+    let all = plan::plan(opts, spec, |_| false);
+    let missing = plan::plan(opts, spec, |k| held.contains(k));
+    let estimator = Estimator::new(spec, opts.policy);
+    let mut workloads = Vec::new();
+    for (wi, tasks) in &all {
+        let w = &opts.workloads[*wi];
+        let left: Vec<_> = missing.iter().find(|(i, _)| i == wi).map_or_else(Vec::new, |(_, t)| t.clone());
+        let seconds =
+            if left.is_empty() { 0.0 } else { WORKLOAD_SETUP_S + estimator.workload(w, &left).iter().sum::<f64>() };
+        workloads.push(WorkloadPlan {
+            name: w.name().to_string(),
+            shape: w.shape(),
+            records: tasks.len(),
+            missing: left.len(),
+            seconds,
+        });
+    }
+    Ok(PlanReport {
+        spec: spec.name.to_string(),
+        shard: opts.shard.map(|s| s.to_string()),
+        out: opts.out.display().to_string(),
+        policy: serde_json::json!({
+            "warmup": opts.policy.warmup,
+            "min_repeats": opts.policy.min_repeats,
+            "max_repeats": opts.policy.max_repeats,
+            "target_ms": opts.policy.target_ms,
+        }),
+        records: workloads.iter().map(|w| w.records).sum(),
+        missing: workloads.iter().map(|w| w.missing).sum(),
+        programs: plan::programs(&opts.workloads, &missing).len(),
+        seconds: workloads.iter().map(|w| w.seconds).sum(),
+        workloads,
+    })
 }

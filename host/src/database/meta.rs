@@ -39,6 +39,10 @@ pub struct RunMeta {
     /// (`profile --kernels`); absent where it measured all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<String>,
+    /// The shard of the work this run measured (`I/N`, `profile --shard`);
+    /// absent where it measured all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     /// What the run did, once finished.
     pub summary: Option<serde_json::Value>,
 }

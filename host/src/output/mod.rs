@@ -1,8 +1,9 @@
 //! What the commands print and write: the schedule table, its JSON form,
-//! and the problem dump for outside solvers.
+//! the problem dump for outside solvers, and a profiling run's plan.
 
 pub mod dump;
 pub mod json;
+pub mod plan;
 pub mod table;
 
 use crate::input::coefficients_file::LoadedCoefficients;

@@ -8,14 +8,16 @@ use std::fmt::Write;
 
 /// Left or right alignment of a column.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Align {
+pub(crate) enum Align {
+    /// Padded on the right.
     Left,
+    /// Padded on the left.
     Right,
 }
 
 /// Lays out rows under a header, each column as wide as its widest cell;
 /// the last column is not padded.
-fn layout(header: &[(&str, Align)], rows: &[Vec<String>]) -> String {
+pub(crate) fn layout(header: &[(&str, Align)], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|(h, _)| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

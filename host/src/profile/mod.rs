@@ -4,7 +4,11 @@
 //!
 //! - [`options`]: what a run is asked ([`Options`]) and what it did
 //!   ([`Summary`]);
-//! - [`plan`]: the records still to make, given what the run folder holds;
+//! - [`plan`]: the records still to make, given what the run folder holds
+//!   and the run's shard;
+//! - [`estimate`]: each task's predicted device time, from the cost model
+//!   and the timing policy;
+//! - [`shard`]: the work dealt into equal parts for several processes;
 //! - [`compiled`]: the run's kernels, compiled in parallel before measuring;
 //! - [`runner`]: the loop over workloads, with its progress bar and log;
 //! - [`context`]: the state of a run in progress and the steps every
@@ -23,11 +27,13 @@ pub mod anchors;
 pub mod chain;
 pub mod compiled;
 pub mod context;
+pub mod estimate;
 pub mod faults;
 pub mod measure;
 pub mod options;
 pub mod plan;
 pub mod runner;
+pub mod shard;
 
 pub use options::{Options, Select, SpecFor, Summary};
 pub use runner::run;

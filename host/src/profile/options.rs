@@ -2,6 +2,7 @@
 //! [`Options::new`] and adjusted field by field) and what it did
 //! ([`Summary`]).
 
+use super::shard::Shard;
 use crate::database::meta::{self, RunMeta};
 use crate::family::Config;
 use crate::gpu::{DeviceInfo, Gpu, TimingPolicy, FLUSH_BYTES};
@@ -43,6 +44,8 @@ pub struct Options {
     /// The kernel families `select` keeps, by name, for the run's metadata
     /// (empty: every family).
     pub kernels: Vec<String>,
+    /// The part of the work this process measures (`None`: all of it).
+    pub shard: Option<Shard>,
     /// Also time the vendor's library (cuBLAS) on every workload of a
     /// family that has it as a baseline.
     pub cublas: bool,
@@ -70,6 +73,7 @@ impl Options {
             verbose: false,
             select: None,
             kernels: Vec::new(),
+            shard: None,
             cublas: false,
             interleave: false,
         }
@@ -99,6 +103,7 @@ impl Options {
             flush_bytes: FLUSH_BYTES,
             seed,
             kernels: self.kernels.clone(),
+            shard: self.shard.map(|s| s.to_string()),
             summary: None,
         }
     }

@@ -1,0 +1,101 @@
+//! `hwwfc profile --plan` and `--shard`, without a GPU: the plan of the
+//! committed Hopper run is exactly what that run measured, and bad
+//! requests are refused in one line.
+
+mod common;
+
+use common::hwwfc;
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The workloads of the committed run 3, in the corpus file's order, and
+/// its records' keys.
+fn run3(dir: &Path) -> (PathBuf, HashSet<(String, String, u64)>) {
+    let gz = std::fs::File::open(repo().join("calib-data/h200/run3/records.jsonl.gz")).unwrap();
+    let mut keys = HashSet::new();
+    for line in std::io::BufReader::new(flate2::read::GzDecoder::new(gz)).lines() {
+        let r: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let config = r["config"]["index"].as_u64().unwrap_or(0);
+        let name = r["workload"]["name"].as_str().unwrap().to_string();
+        assert!(keys.insert((r["source"].as_str().unwrap().to_string(), name, config)));
+    }
+    let names: HashSet<&str> = keys.iter().map(|k| k.1.as_str()).collect();
+    let text = std::fs::read_to_string(repo().join("calib-data/workloads.json")).unwrap();
+    let all: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    let mine: Vec<&serde_json::Value> = all.iter().filter(|w| names.contains(w["name"].as_str().unwrap())).collect();
+    assert_eq!(mine.len(), names.len());
+    let path = dir.join("run3.json");
+    std::fs::write(&path, serde_json::to_string(&mine).unwrap()).unwrap();
+    (path, keys)
+}
+
+fn plan(args: &[&str]) -> serde_json::Value {
+    let out = hwwfc().args(["profile", "--plan", "--json", "--spec", "h200"]).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_plan_of_the_committed_hopper_run_is_what_it_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (workloads, keys) = run3(dir.path());
+    let w = workloads.to_str().unwrap();
+    // Against the run's own folder: every record is there.
+    let done = plan(&["--workloads", w, "--out", repo().join("calib-data/h200/run3").to_str().unwrap()]);
+    assert_eq!(done["records"].as_u64().unwrap() as usize, keys.len());
+    assert_eq!(done["missing"], 0);
+    assert_eq!(done["seconds"], 0.0);
+    // Against an empty folder: all of it, with a time and kernels to build.
+    let empty = dir.path().join("empty");
+    let fresh = plan(&["--workloads", w, "--out", empty.to_str().unwrap()]);
+    assert_eq!(fresh["missing"].as_u64().unwrap() as usize, keys.len());
+    assert!(fresh["seconds"].as_f64().unwrap() > 10.0 && fresh["programs"].as_u64().unwrap() > 300, "{fresh}");
+    assert!(!empty.exists(), "--plan writes nothing");
+    // Three shards: their records add up to the run, each with its share.
+    let mut records = 0;
+    let mut seconds = Vec::new();
+    for i in 0..3 {
+        let p = plan(&["--workloads", w, "--out", empty.to_str().unwrap(), "--shard", &format!("{i}/3")]);
+        assert_eq!(p["shard"], format!("{i}/3"));
+        records += p["records"].as_u64().unwrap() as usize;
+        seconds.push(p["seconds"].as_f64().unwrap());
+    }
+    assert_eq!(records, keys.len());
+    let total: f64 = seconds.iter().sum();
+    assert!(seconds.iter().all(|s| *s > total / 3.0 * 0.8), "{seconds:?}");
+    // The table says the same.
+    let out =
+        hwwfc().args(["profile", "--plan", "--spec", "h200", "--workloads", w, "--out"]).arg(&empty).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!("{} records, {} missing", keys.len(), keys.len())), "{text}");
+}
+
+#[test]
+fn bad_plans_and_shards_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = repo().join("calib-data/workloads.json");
+    let run = |args: &[&str]| {
+        let out = hwwfc()
+            .args(["profile", "--workloads"])
+            .arg(&w)
+            .arg("--out")
+            .arg(dir.path().join("o"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let e = run(&["--plan"]);
+    assert!(e.starts_with("error: --plan opens no device: name the spec") && e.trim_end().lines().count() == 1, "{e}");
+    let e = run(&["--shard", "4/4"]);
+    assert!(e.contains("`4/4` is not a shard: I/N with 0 <= I < N"), "{e}");
+    let e = run(&["--json"]);
+    assert!(e.contains("--plan"), "{e}");
+    assert!(!dir.path().join("o").exists());
+}
