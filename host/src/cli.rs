@@ -50,6 +50,28 @@ pub enum Command {
     /// side in several passes, and give each run its share of the
     /// exhaustive best on that common bench (OUT/judge.json).
     Judge(JudgeArgs),
+    /// Merge the run folders of a run measured in parts (`profile --shard
+    /// I/N` on several hosts) into one: the parts must be of one GPU model,
+    /// driver, spec, timing policy and commit, hold every shard once,
+    /// finished, and no record twice; the folder is written whole or not
+    /// at all.
+    Merge(MergeArgs),
+}
+
+/// Options of `hwwfc merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The parts' run folders.
+    #[arg(required = true, value_name = "DIR")]
+    pub parts: Vec<PathBuf>,
+
+    /// The merged run folder (must not exist yet).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Merge even with shards missing or parts that did not finish.
+    #[arg(long)]
+    pub allow_gaps: bool,
 }
 
 /// Options of `hwwfc judge`.

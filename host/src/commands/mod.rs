@@ -10,12 +10,14 @@
 //! - [`tune`]: measure only the model's top-k configurations.
 //! - [`judge`]: measure several runs' choices side by side, against the
 //!   exhaustive best.
+//! - [`merge`]: one run folder from the shards of a run measured apart.
 //!
 //! A new command gets a module here, a variant of
 //! [`crate::cli::Command`] and a line in [`run`].
 
 pub mod calibrate;
 pub mod judge;
+pub mod merge;
 pub mod profile;
 pub mod report;
 pub mod schedule;
@@ -33,5 +35,6 @@ pub fn run(command: &Command) -> Result<()> {
         Command::Report(args) => report::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Judge(args) => judge::run(args),
+        Command::Merge(args) => merge::run(args),
     }
 }

@@ -6,11 +6,13 @@
 //!
 //! - [`record`]: one measurement, the records file, its reader and its
 //!   appending writer (resume, and the repair of a truncated last line);
-//! - [`meta`]: the run metadata: device, driver, commit, timing policy.
+//! - [`meta`]: the run metadata: device, driver, commit, timing policy;
+//! - [`merge`]: one data set from the shards of a run measured apart.
 //!
 //! Everything that reads or writes a run folder (profile, calibrate,
 //! report, tune, judge, `schedule --measure`) goes through [`RunFolder`].
 
+pub mod merge;
 pub mod meta;
 pub mod record;
 
