@@ -50,11 +50,27 @@ fn the_plan_of_the_committed_hopper_run_is_what_it_measured() {
     assert_eq!(done["records"].as_u64().unwrap() as usize, keys.len());
     assert_eq!(done["missing"], 0);
     assert_eq!(done["seconds"], 0.0);
+    assert!(done["workloads"].as_array().unwrap().iter().all(|w| w["missing_keys"].as_array().unwrap().is_empty()));
     // Against an empty folder: all of it, with a time and kernels to build.
     let empty = dir.path().join("empty");
     let fresh = plan(&["--workloads", w, "--out", empty.to_str().unwrap()]);
     assert_eq!(fresh["missing"].as_u64().unwrap() as usize, keys.len());
     assert!(fresh["seconds"].as_f64().unwrap() > 10.0 && fresh["programs"].as_u64().unwrap() > 300, "{fresh}");
+    // Its keys are the run's.
+    let listed: HashSet<(String, String, u64)> = fresh["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| {
+            let name = w["name"].as_str().unwrap().to_string();
+            w["missing_keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |k| (k[0].as_str().unwrap().to_string(), name.clone(), k[1].as_u64().unwrap()))
+        })
+        .collect();
+    assert_eq!(listed, keys);
     assert!(!empty.exists(), "--plan writes nothing");
     // Three shards: their records add up to the run, each with its share.
     let mut records = 0;

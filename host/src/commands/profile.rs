@@ -89,6 +89,11 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     Ok(())
 }
 
+/// The name of a record's source, as records write it.
+fn source_name(s: crate::database::record::Source) -> String {
+    serde_json::to_value(s).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 /// What a run of `opts` on `spec` would measure, against what its output
 /// folder holds, and its predicted device time.
 pub fn plan_report(opts: &Options, spec: &hwwfc_core::HardwareSpec) -> Result<PlanReport> {
@@ -110,6 +115,7 @@ pub fn plan_report(opts: &Options, spec: &hwwfc_core::HardwareSpec) -> Result<Pl
             records: tasks.len(),
             missing: left.len(),
             seconds,
+            missing_keys: left.iter().map(|t| (source_name(t.source), t.config.map_or(0, |c| c.index))).collect(),
         });
     }
     Ok(PlanReport {

@@ -4,7 +4,9 @@
 //!
 //! ```text
 //! spec, shard ("I/N" or null), out, policy {warmup, min_repeats, max_repeats, target_ms}
-//! workloads[]   name, shape, records, missing, programs, seconds (predicted, of the missing)
+//! workloads[]   name, shape, records, missing, seconds (predicted, of the missing),
+//!               missing_keys: [source, configuration index] of each missing record
+//!               (source kernel, cublas or copy; index 0 where there is no configuration)
 //! records, missing, programs, seconds   the totals (programs: kernels to compile)
 //! ```
 
@@ -24,6 +26,8 @@ pub struct WorkloadPlan {
     pub missing: usize,
     /// Predicted device seconds of the missing ones.
     pub seconds: f64,
+    /// The missing records' keys: source and configuration index.
+    pub missing_keys: Vec<(String, u16)>,
 }
 
 /// The whole plan.
