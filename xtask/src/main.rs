@@ -4,9 +4,10 @@
 //!   clippy with warnings denied, the workspace's tests, the core built for
 //!   a bare-metal Cortex-M4F (with and without `defmt`), the core's
 //!   documentation with warnings denied, the fuzz crate's formatting, the
-//!   panic check, and `cargo xtask qemu`. What a step
-//!   needs and misses (a rustup target, `qemu-system-arm`) is installed
-//!   first. A summary table ends the run; the exit status is non-zero if any
+//!   panic check, the Slurm path of `deploy/` on a single-node Slurm
+//!   started on localhost, and `cargo xtask qemu`. What a step needs and
+//!   misses (a rustup target, `qemu-system-arm`, `slurm-wlm` and `munge`)
+//!   is installed first. A summary table ends the run; the exit status is non-zero if any
 //!   step failed.
 //! - `cargo xtask qemu`: the firmware (`firmware/`) formatted, linted for
 //!   the thumb target and built; its on-target tests and its benchmark
@@ -23,6 +24,7 @@
 
 mod fuzz;
 mod qemu;
+mod slurm;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -74,7 +76,7 @@ fn main() -> ExitCode {
 }
 
 /// The cargo that runs this task (cargo sets `CARGO` for the programs it runs).
-fn cargo() -> String {
+pub fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
 }
 
@@ -143,6 +145,8 @@ fn test() -> ExitCode {
     doc.env.push(("RUSTDOCFLAGS", "-D warnings"));
     steps.push(doc);
     steps.extend(fuzz::test_steps());
+    slurm::ensure();
+    steps.push(slurm::test_step());
     let xtask = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "xtask".into());
     steps.push(step("on-target tests in QEMU (cargo xtask qemu)", &xtask, &["qemu"]));
     let results = run_steps(&steps);
