@@ -152,6 +152,10 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 0)]
     pub gpu: usize,
 
+    /// Profile on these GPUs, one worker each (as `profile --gpus`).
+    #[arg(long, value_name = "LIST|all")]
+    pub gpus: Option<crate::profile::GpuList>,
+
     /// Workloads to profile (default: calib-data/workloads.json).
     #[arg(long, value_name = "FILE")]
     pub workloads: Option<PathBuf>,
@@ -283,6 +287,12 @@ pub struct ProfileArgs {
     /// vendor's baseline and the copy and transposes are measured as ever.
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub kernels: Vec<String>,
+
+    /// Measure on these GPUs (ordinals such as 0,1,2, or all), one worker
+    /// each, workloads dealt out longest predicted first as workers free up,
+    /// one writer for every record; the GPUs must be of one model.
+    #[arg(long, value_name = "LIST|all")]
+    pub gpus: Option<crate::profile::GpuList>,
 
     /// Measure only shard I of N (0 <= I < N): the work dealt out by
     /// predicted time, the same on every host, so that N processes measure

@@ -194,6 +194,13 @@ fn profile_refuses_bad_workloads_and_specs_before_the_gpu() {
     let spec = write_json(dir.path(), "spec.json", &v);
     let e = profile_error(&w, &out, &["--spec", arg(&spec)]);
     assert!(e.contains("spec.json: field `peak_tflops.f32`: invalid type: string"), "{e}");
+    for (gpus, needle) in
+        [("0,0", "names GPU 0 twice"), ("a,1", "is not a list of GPUs"), ("", "is not a list of GPUs")]
+    {
+        let o = hwwfc().args(["profile", "--workloads", arg(&w), "--out", arg(&out), "--gpus", gpus]).output().unwrap();
+        let e = String::from_utf8(o.stderr).unwrap();
+        assert!(o.status.code() == Some(2) && e.contains(needle), "{gpus}: {e}");
+    }
     let e = profile_error(&w, &out, &["--kernels", "matmul_tma,cutlass"]);
     assert!(e.contains("--kernels: no kernel family `cutlass` (the families: matmul, matmul_tma, softmax)"), "{e}");
     assert!(!out.exists(), "nothing written");

@@ -172,6 +172,7 @@ mod tests {
             gbps: None,
             run: "t".into(),
             measured_at: "2026-01-01T00:00:00Z".into(),
+            gpu: None,
         }
     }
 

@@ -30,6 +30,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 interleave: false,
                 kernels: Vec::new(),
                 shard: None,
+                gpus: args.gpus.clone(),
                 plan: false,
                 json: false,
             };

@@ -62,6 +62,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         select,
         kernels: args.kernels.iter().map(|k| k.trim().to_string()).collect(),
         shard: args.shard,
+        gpus: args.gpus.clone(),
         ..Options::new(args.gpu, workloads, args.out.clone(), spec_for, label)
     };
     if args.plan {

@@ -43,6 +43,10 @@ pub struct RunMeta {
     /// absent where it measured all of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
+    /// The GPUs that measured, where the run used several (`profile
+    /// --gpus`); `device` is the first of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<usize>,
     /// What the run did, once finished.
     pub summary: Option<serde_json::Value>,
 }

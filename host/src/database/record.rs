@@ -79,6 +79,23 @@ pub struct Record {
     pub run: String,
     /// UTC time of the measurement (RFC 3339).
     pub measured_at: String,
+    /// The ordinal of the GPU that measured it, where the run used several
+    /// (`profile --gpus`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<usize>,
+}
+
+/// Where a run's records go: the records file itself, or, from a worker of
+/// a run over several GPUs, the way to the run's one writer.
+pub trait RecordSink {
+    /// Takes one whole record; an error ends the run.
+    fn append(&mut self, rec: &Record) -> Result<()>;
+}
+
+impl RecordSink for RecordLog {
+    fn append(&mut self, rec: &Record) -> Result<()> {
+        RecordLog::append(self, rec)
+    }
 }
 
 /// Identifies a measurement within a records file.
@@ -117,6 +134,7 @@ impl Record {
             gbps: None,
             run,
             measured_at,
+            gpu: None,
         }
     }
 
@@ -306,6 +324,7 @@ mod tests {
             gbps: Some(1.0),
             run: "t".into(),
             measured_at: "2026-01-01T00:00:00Z".into(),
+            gpu: None,
         }
     }
 

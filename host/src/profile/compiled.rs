@@ -9,6 +9,7 @@ use crate::gpu::support::Support;
 use crate::gpu::{Gpu, KernelSource, Program};
 use anyhow::{anyhow, Result};
 use cudarc::driver::CudaFunction;
+use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -31,16 +32,30 @@ pub struct Compiled {
     by_program: HashMap<Program, Result<CudaFunction, String>>,
 }
 
+/// The run's programs compiled for one architecture, not yet loaded: each
+/// with its PTX or NVRTC's log.
+pub type Ptxs = Vec<(Program, Result<Ptx, String>)>;
+
 impl Compiled {
     /// Compiles the support kernels, the transpose and `programs` (each
     /// with its entry point) for `gpu`, and loads them.
     pub fn build(gpu: &Gpu, programs: &[(Program, &'static str)]) -> Result<Compiled> {
-        let arch = gpu.info.arch();
+        Compiled::load(gpu, Compiled::compile(&gpu.info.arch(), programs), programs)
+    }
+
+    /// Compiles the support kernels, the transpose and `programs` for
+    /// `arch`, in parallel, once for every GPU of a run.
+    pub fn compile(arch: &str, programs: &[(Program, &'static str)]) -> Ptxs {
         let mut all = vec![Support::program(), transpose_program()];
         all.extend(programs.iter().map(|(p, _)| p.clone()));
         let start = Instant::now();
-        let compiled = compile_all(&all, &arch);
+        let compiled = compile_all(&all, arch);
         eprintln!("compiled {} kernels for {arch} in {:.1} s", compiled.len(), start.elapsed().as_secs_f64());
+        compiled
+    }
+
+    /// Loads compiled programs (of [`Compiled::compile`]) into `gpu`.
+    pub fn load(gpu: &Gpu, compiled: Ptxs, programs: &[(Program, &'static str)]) -> Result<Compiled> {
         let mut by_program = HashMap::new();
         let mut support = None;
         let mut transpose = None;

@@ -7,7 +7,7 @@ use super::compiled::Compiled;
 use super::faults;
 use super::options::Options;
 use crate::database::meta::now;
-use crate::database::record::{Record, RecordLog, Source, Status};
+use crate::database::record::{Record, RecordSink, Source, Status};
 use crate::family::{Config, Tools};
 use crate::gpu::blas::Blas;
 use crate::gpu::timer::Timer;
@@ -30,7 +30,9 @@ pub struct Context<'a> {
     /// The progress bar (one step per record).
     pub bar: &'a indicatif::ProgressBar,
     /// Every record is appended here the moment it is made.
-    pub log: &'a mut RecordLog,
+    pub log: &'a mut dyn RecordSink,
+    /// Whether records name the GPU (a run over several).
+    pub name_gpu: bool,
     /// Records written so far.
     pub written: usize,
     /// Of which failed.
@@ -56,7 +58,9 @@ impl<'a> Context<'a> {
 
     /// A record of `config` of `w` begun now, not yet successful.
     pub fn base_record(&self, w: &Workload, source: Source, config: Option<Config>) -> Record {
-        Record::pending(source, w.clone(), config, self.opts.run_label.clone(), now())
+        let mut r = Record::pending(source, w.clone(), config, self.opts.run_label.clone(), now());
+        r.gpu = self.name_gpu.then_some(self.gpu.info.ordinal);
+        r
     }
 
     /// `rec` completed with its timing and the rates it reached.

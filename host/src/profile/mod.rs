@@ -9,6 +9,8 @@
 //! - [`estimate`]: each task's predicted device time, from the cost model
 //!   and the timing policy;
 //! - [`shard`]: the work dealt into equal parts for several processes;
+//! - [`deal`]: workloads dealt to the workers of a run over several GPUs
+//!   as they free up, one writer for all;
 //! - [`compiled`]: the run's kernels, compiled in parallel before measuring;
 //! - [`runner`]: the loop over workloads, with its progress bar and log;
 //! - [`context`]: the state of a run in progress and the steps every
@@ -27,6 +29,7 @@ pub mod anchors;
 pub mod chain;
 pub mod compiled;
 pub mod context;
+pub mod deal;
 pub mod estimate;
 pub mod faults;
 pub mod measure;
@@ -35,5 +38,5 @@ pub mod plan;
 pub mod runner;
 pub mod shard;
 
-pub use options::{Options, Select, SpecFor, Summary};
+pub use options::{GpuList, Options, Select, SpecFor, Summary};
 pub use runner::run;

@@ -15,10 +15,41 @@ use std::path::PathBuf;
 /// given the spec with the device's limits, the workload's operator and
 /// every configuration the core allows, the ones to measure, in the order
 /// to measure them.
-pub type Select = Box<dyn Fn(&HardwareSpec, &Op, Vec<Config>) -> Vec<Config>>;
+pub type Select = Box<dyn Fn(&HardwareSpec, &Op, Vec<Config>) -> Vec<Config> + Send + Sync>;
 
 /// Picks the spec of a device.
-pub type SpecFor = Box<dyn Fn(&DeviceInfo) -> Result<HardwareSpec>>;
+pub type SpecFor = Box<dyn Fn(&DeviceInfo) -> Result<HardwareSpec> + Send + Sync>;
+
+/// The GPUs of a run over several (`--gpus`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuList {
+    /// These ordinals.
+    These(Vec<usize>),
+    /// Every GPU the driver reports.
+    All,
+}
+
+impl std::str::FromStr for GpuList {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<GpuList, String> {
+        if s.trim() == "all" {
+            return Ok(GpuList::All);
+        }
+        let mut list = Vec::new();
+        for part in s.split(',') {
+            let n: usize = part
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{s}` is not a list of GPUs: ordinals such as 0,1,2, or all"))?;
+            if list.contains(&n) {
+                return Err(format!("`{s}` names GPU {n} twice"));
+            }
+            list.push(n);
+        }
+        Ok(GpuList::These(list))
+    }
+}
 
 /// What to profile and where.
 pub struct Options {
@@ -46,6 +77,8 @@ pub struct Options {
     pub kernels: Vec<String>,
     /// The part of the work this process measures (`None`: all of it).
     pub shard: Option<Shard>,
+    /// The GPUs that measure, one worker each (`None`: `gpu` alone).
+    pub gpus: Option<GpuList>,
     /// Also time the vendor's library (cuBLAS) on every workload of a
     /// family that has it as a baseline.
     pub cublas: bool,
@@ -74,6 +107,7 @@ impl Options {
             select: None,
             kernels: Vec::new(),
             shard: None,
+            gpus: None,
             cublas: false,
             interleave: false,
         }
@@ -104,6 +138,7 @@ impl Options {
             seed,
             kernels: self.kernels.clone(),
             shard: self.shard.map(|s| s.to_string()),
+            gpus: Vec::new(),
             summary: None,
         }
     }

@@ -3,11 +3,13 @@
 //! family's configurations (or its anchor), writing every record as it is
 //! made; the run's metadata before and after.
 
-use super::compiled::Compiled;
+use super::compiled::{Compiled, Ptxs};
 use super::context::Context;
-use super::options::{Options, Summary};
+use super::deal;
+use super::estimate::Estimator;
+use super::options::{GpuList, Options, Summary};
 use super::plan::{self, Task};
-use crate::database::record::{Record, Source, Status};
+use crate::database::record::{Record, RecordLog, RecordSink, Source, Status};
 use crate::database::{RunFolder, RECORDS_FILE};
 use crate::family;
 use crate::gpu::blas::Blas;
@@ -16,7 +18,8 @@ use crate::gpu::support::SEED;
 use crate::gpu::timer::Timer;
 use crate::gpu::Gpu;
 use crate::input::workload_file::Workload;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Runs the profile; returns what it did.
@@ -25,7 +28,9 @@ pub fn run(opts: &Options) -> Result<Summary> {
     let folder = RunFolder::new(&opts.out);
     // What a resumed run would read is checked before the GPU is opened.
     folder.check()?;
-    let gpu = Gpu::open(opts.gpu)?;
+    let ordinals = devices(opts)?;
+    let gpu = Gpu::open(ordinals[0])?;
+    one_model(&gpu, &ordinals)?;
     let spec = device_limits(&(opts.spec_for)(&gpu.info)?, &gpu.info);
     folder.create()?;
     let mut log = folder.writer()?;
@@ -40,18 +45,45 @@ pub fn run(opts: &Options) -> Result<Summary> {
         return Ok(summary);
     }
 
-    let run_index = folder.begin_run(opts.run_meta(&gpu, &spec, SEED))?;
+    let mut meta = opts.run_meta(&gpu, &spec, SEED);
+    if ordinals.len() > 1 {
+        meta.gpus = ordinals.clone();
+    }
+    let run_index = folder.begin_run(meta)?;
+    let bar = progress_bar(total);
+    if ordinals.len() > 1 {
+        let compile_start = Instant::now();
+        let programs = plan::programs(&opts.workloads, &plan);
+        let ptx = Compiled::compile(&gpu.info.arch(), &programs);
+        summary.compile_seconds = compile_start.elapsed().as_secs_f64();
+        drop(gpu);
+        let estimator = Estimator::new(&spec, opts.policy);
+        let work = plan
+            .iter()
+            .map(|(wi, tasks)| {
+                let seconds = estimator.workload(&opts.workloads[*wi], tasks).iter().sum();
+                (*wi, tasks.clone(), seconds)
+            })
+            .collect();
+        let seconds = Mutex::new(Vec::new());
+        let mut counted = Counted { log: &mut log, failed: 0 };
+        let make = |i: usize| GpuWorker::open(ordinals[i], ptx.clone(), &programs, opts, &bar, &seconds);
+        let dealt = deal::deal(work, ordinals.len(), make, &mut counted);
+        summary.failed = counted.failed;
+        summary.measured = dealt.as_ref().map_or(0, |d| d.records);
+        bar.finish_and_clear();
+        dealt?;
+        summary.workload_seconds = seconds.into_inner().unwrap_or_default();
+        summary.seconds = started.elapsed().as_secs_f64();
+        folder.finish_run(run_index, &summary, nvidia_smi(ordinals[0]))?;
+        return Ok(summary);
+    }
     let compile_start = Instant::now();
     let compiled = Compiled::build(&gpu, &plan::programs(&opts.workloads, &plan))?;
     summary.compile_seconds = compile_start.elapsed().as_secs_f64();
     let blas = Blas::new(&gpu)?;
     let timer = Timer::new(&gpu, opts.policy).map_err(|e| anyhow!("{e:?}"))?;
 
-    let bar = indicatif::ProgressBar::new(total as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta_precise} {msg}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
     let mut ctx = Context {
         gpu: &gpu,
         compiled: &compiled,
@@ -60,6 +92,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
         opts,
         bar: &bar,
         log: &mut log,
+        name_gpu: false,
         written: 0,
         failed: 0,
     };
@@ -78,8 +111,123 @@ pub fn run(opts: &Options) -> Result<Summary> {
     summary.failed = ctx.failed;
     bar.finish_and_clear();
     summary.seconds = started.elapsed().as_secs_f64();
-    folder.finish_run(run_index, &summary, nvidia_smi(opts.gpu))?;
+    folder.finish_run(run_index, &summary, nvidia_smi(ordinals[0]))?;
     Ok(summary)
+}
+
+/// The ordinals of the run's GPUs: `--gpus` (every one the driver reports
+/// for `all`), else `--gpu`.
+fn devices(opts: &Options) -> Result<Vec<usize>> {
+    match &opts.gpus {
+        None => Ok(vec![opts.gpu]),
+        Some(GpuList::These(list)) if !list.is_empty() => Ok(list.clone()),
+        Some(GpuList::These(_)) => Err(anyhow!("--gpus: no GPU named")),
+        Some(GpuList::All) => {
+            let first = Gpu::open(0)?;
+            drop(first);
+            let count = cudarc::driver::CudaContext::device_count().map_err(|e| anyhow!("{e:?}"))?;
+            Ok((0..count.max(1) as usize).collect())
+        }
+    }
+}
+
+/// Refuses GPUs of different models in one run.
+fn one_model(first: &Gpu, ordinals: &[usize]) -> Result<()> {
+    for &o in &ordinals[1..] {
+        let other = Gpu::open(o)?;
+        if other.info.name != first.info.name || other.info.compute_capability != first.info.compute_capability {
+            bail!(
+                "GPU {o} is a {}, GPU {} a {}: the GPUs of one run must be of one model (run each model on its own)",
+                other.info.name,
+                ordinals[0],
+                first.info.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The progress bar of a run: one step per record, over every GPU.
+fn progress_bar(total: usize) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {pos}/{len} ETA {eta_precise} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The records file, counting the failed records written to it.
+struct Counted<'a> {
+    log: &'a mut RecordLog,
+    failed: usize,
+}
+
+impl RecordSink for Counted<'_> {
+    fn append(&mut self, rec: &Record) -> Result<()> {
+        self.log.append(rec)?;
+        if rec.status == Status::Failed {
+            self.failed += 1;
+        }
+        Ok(())
+    }
+}
+
+/// One GPU of a run over several: its context, kernels and cuBLAS, made
+/// in the thread that uses them.
+struct GpuWorker<'a> {
+    gpu: Gpu,
+    compiled: Compiled,
+    blas: Blas,
+    opts: &'a Options,
+    bar: &'a indicatif::ProgressBar,
+    seconds: &'a Mutex<Vec<(String, f64)>>,
+}
+
+impl<'a> GpuWorker<'a> {
+    fn open(
+        ordinal: usize,
+        ptx: Ptxs,
+        programs: &[(crate::gpu::Program, &'static str)],
+        opts: &'a Options,
+        bar: &'a indicatif::ProgressBar,
+        seconds: &'a Mutex<Vec<(String, f64)>>,
+    ) -> Result<GpuWorker<'a>> {
+        let gpu = Gpu::open(ordinal)?;
+        let compiled = Compiled::load(&gpu, ptx, programs)?;
+        let blas = Blas::new(&gpu)?;
+        Ok(GpuWorker { gpu, compiled, blas, opts, bar, seconds })
+    }
+}
+
+impl deal::Worker for GpuWorker<'_> {
+    fn measure(&mut self, workload: usize, tasks: &[Task], sink: &mut dyn RecordSink) -> Result<()> {
+        let timer = Timer::new(&self.gpu, self.opts.policy).map_err(|e| anyhow!("{e:?}"))?;
+        let mut ctx = Context {
+            gpu: &self.gpu,
+            compiled: &self.compiled,
+            blas: &self.blas,
+            timer,
+            opts: self.opts,
+            bar: self.bar,
+            log: sink,
+            name_gpu: true,
+            written: 0,
+            failed: 0,
+        };
+        let w = &self.opts.workloads[workload];
+        let started = Instant::now();
+        let records = ctx.workload(w, tasks)?;
+        let seconds = started.elapsed().as_secs_f64();
+        if self.opts.verbose {
+            let line = workload_line(w, &records, seconds);
+            self.bar.suspend(|| eprintln!("{line}  GPU {}", self.gpu.info.ordinal));
+        }
+        if let Ok(mut s) = self.seconds.lock() {
+            s.push((w.name().to_string(), seconds));
+        }
+        Ok(())
+    }
 }
 
 impl Context<'_> {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 /// Picks the spec of a device, shared by the several passes of one
 /// tuning or judging run.
-pub type SharedSpecFor = Arc<dyn Fn(&DeviceInfo) -> Result<HardwareSpec>>;
+pub type SharedSpecFor = Arc<dyn Fn(&DeviceInfo) -> Result<HardwareSpec> + Send + Sync>;
 
 /// A profiling pass's spec picker from a shared one.
 pub fn spec_for_pass(shared: &SharedSpecFor) -> crate::profile::SpecFor {

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The coefficients that rank a device's configurations, given its spec.
-pub type CoefficientsFor = Arc<dyn Fn(&HardwareSpec) -> Coefficients>;
+pub type CoefficientsFor = Arc<dyn Fn(&HardwareSpec) -> Coefficients + Send + Sync>;
 
 /// A top-k tuning run.
 pub struct TopK {
