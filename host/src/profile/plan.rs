@@ -96,7 +96,7 @@ fn only_shard(opts: &Options, spec: &HardwareSpec, plan: Plan, shard: Shard) -> 
 
 /// The programs the plan's configurations need, each once, with the
 /// entry point to load from it.
-pub fn programs(workloads: &[Workload], plan: &Plan) -> Vec<(Program, &'static str)> {
+pub fn programs(workloads: &[Workload], plan: &[(usize, Vec<Task>)]) -> Vec<(Program, &'static str)> {
     let mut programs: Vec<(Program, &'static str)> = Vec::new();
     for (wi, tasks) in plan {
         let Some(op) = workloads.get(*wi).and_then(Workload::op) else { continue };

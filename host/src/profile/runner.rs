@@ -50,31 +50,12 @@ pub fn run(opts: &Options) -> Result<Summary> {
         meta.gpus = ordinals.clone();
     }
     let run_index = folder.begin_run(meta)?;
-    let bar = progress_bar(total);
     if ordinals.len() > 1 {
-        let compile_start = Instant::now();
-        let programs = plan::programs(&opts.workloads, &plan);
-        let ptx = Compiled::compile(&gpu.info.arch(), &programs);
-        summary.compile_seconds = compile_start.elapsed().as_secs_f64();
+        let arch = gpu.info.arch();
         drop(gpu);
-        let estimator = Estimator::new(&spec, opts.policy);
-        let work = plan
-            .iter()
-            .map(|(wi, tasks)| {
-                let seconds = estimator.workload(&opts.workloads[*wi], tasks).iter().sum();
-                (*wi, tasks.clone(), seconds)
-            })
-            .collect();
-        let seconds = Mutex::new(Vec::new());
-        let mut counted = Counted { log: &mut log, failed: 0 };
-        let make = |i: usize| GpuWorker::open(ordinals[i], ptx.clone(), &programs, opts, &bar, &seconds);
-        let dealt = deal::deal(work, ordinals.len(), make, &mut counted);
-        summary.failed = counted.failed;
-        summary.measured = dealt.as_ref().map_or(0, |d| d.records);
-        bar.finish_and_clear();
-        dealt?;
-        summary.workload_seconds = seconds.into_inner().unwrap_or_default();
+        let measured = on_several_gpus(opts, &spec, &arch, &ordinals, &plan, &mut log, &mut summary);
         summary.seconds = started.elapsed().as_secs_f64();
+        measured?;
         folder.finish_run(run_index, &summary, nvidia_smi(ordinals[0]))?;
         return Ok(summary);
     }
@@ -83,6 +64,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     summary.compile_seconds = compile_start.elapsed().as_secs_f64();
     let blas = Blas::new(&gpu)?;
     let timer = Timer::new(&gpu, opts.policy).map_err(|e| anyhow!("{e:?}"))?;
+    let bar = progress_bar(total);
 
     let mut ctx = Context {
         gpu: &gpu,
@@ -113,6 +95,43 @@ pub fn run(opts: &Options) -> Result<Summary> {
     summary.seconds = started.elapsed().as_secs_f64();
     folder.finish_run(run_index, &summary, nvidia_smi(ordinals[0]))?;
     Ok(summary)
+}
+
+/// Measures `plan` on the GPUs `ordinals` (of the model of `spec`, whose
+/// architecture is `arch`), one worker each, every record through `log`;
+/// fills in `summary` as far as it got.
+fn on_several_gpus(
+    opts: &Options,
+    spec: &hwwfc_core::HardwareSpec,
+    arch: &str,
+    ordinals: &[usize],
+    plan: &[(usize, Vec<Task>)],
+    log: &mut RecordLog,
+    summary: &mut Summary,
+) -> Result<()> {
+    let compile_start = Instant::now();
+    let programs = plan::programs(&opts.workloads, plan);
+    let ptx = Compiled::compile(arch, &programs);
+    summary.compile_seconds = compile_start.elapsed().as_secs_f64();
+    let total: usize = plan.iter().map(|(_, t)| t.len()).sum();
+    let bar = progress_bar(total);
+    let estimator = Estimator::new(spec, opts.policy);
+    let work = plan
+        .iter()
+        .map(|(wi, tasks)| {
+            let seconds = estimator.workload(&opts.workloads[*wi], tasks).iter().sum();
+            (*wi, tasks.clone(), seconds)
+        })
+        .collect();
+    let seconds = Mutex::new(Vec::new());
+    let mut counted = Counted { log, failed: 0 };
+    let make = |i: usize| GpuWorker::open(ordinals[i], ptx.clone(), &programs, opts, &bar, &seconds);
+    let dealt = deal::deal(work, ordinals.len(), make, &mut counted);
+    summary.failed = counted.failed;
+    summary.measured = dealt.as_ref().map_or(0, |d| d.records);
+    summary.workload_seconds = seconds.into_inner().unwrap_or_default();
+    bar.finish_and_clear();
+    dealt.map(|_| ())
 }
 
 /// The ordinals of the run's GPUs: `--gpus` (every one the driver reports
