@@ -111,6 +111,10 @@ pub struct TuneArgs {
     #[arg(long, default_value_t = 0)]
     pub gpu: usize,
 
+    /// Measure on these GPUs, one worker each (as `profile --gpus`).
+    #[arg(long, value_name = "LIST|all")]
+    pub gpus: Option<crate::profile::GpuList>,
+
     /// The workloads file (as for profile; transposes and copies are
     /// skipped).
     #[arg(long, value_name = "FILE")]

@@ -54,8 +54,16 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         }
         Ok(spec)
     });
-    let run =
-        top_k::tune(TopK { gpu: args.gpu, workloads, out: out.clone(), top_k, spec_for, coefficients, reference })?;
+    let run = top_k::tune(TopK {
+        gpu: args.gpu,
+        gpus: args.gpus.clone(),
+        workloads,
+        out: out.clone(),
+        top_k,
+        spec_for,
+        coefficients,
+        reference,
+    })?;
     print_table(&run.rows, top_k, run.compile_s);
     let json = serde_json::json!({
         "top_k": top_k,

@@ -124,11 +124,11 @@ fn on_several_gpus(
         })
         .collect();
     let seconds = Mutex::new(Vec::new());
-    let mut counted = Counted { log, failed: 0 };
+    let mut counted = Counted { log, written: 0, failed: 0 };
     let make = |i: usize| GpuWorker::open(ordinals[i], ptx.clone(), &programs, opts, &bar, &seconds);
     let dealt = deal::deal(work, ordinals.len(), make, &mut counted);
     summary.failed = counted.failed;
-    summary.measured = dealt.as_ref().map_or(0, |d| d.records);
+    summary.measured = counted.written;
     summary.workload_seconds = seconds.into_inner().unwrap_or_default();
     bar.finish_and_clear();
     dealt.map(|_| ())
@@ -176,15 +176,17 @@ fn progress_bar(total: usize) -> indicatif::ProgressBar {
     bar
 }
 
-/// The records file, counting the failed records written to it.
+/// The records file, counting the records written to it and the failed.
 struct Counted<'a> {
     log: &'a mut RecordLog,
+    written: usize,
     failed: usize,
 }
 
 impl RecordSink for Counted<'_> {
     fn append(&mut self, rec: &Record) -> Result<()> {
         self.log.append(rec)?;
+        self.written += 1;
         if rec.status == Status::Failed {
             self.failed += 1;
         }

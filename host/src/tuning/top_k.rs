@@ -13,7 +13,7 @@ use crate::calibrate::dataset::Dataset;
 use crate::database::{kernel_medians, RunFolder};
 use crate::family::{self, Config};
 use crate::input::workload_file::Workload;
-use crate::profile::{self, Options, Select, Summary};
+use crate::profile::{self, GpuList, Options, Select, Summary};
 use crate::stats::median;
 use anyhow::Result;
 use hwwfc_core::{Coefficients, HardwareSpec};
@@ -30,6 +30,8 @@ pub type CoefficientsFor = Arc<dyn Fn(&HardwareSpec) -> Coefficients + Send + Sy
 pub struct TopK {
     /// CUDA device ordinal.
     pub gpu: usize,
+    /// The GPUs of a run over several (`None`: `gpu` alone).
+    pub gpus: Option<GpuList>,
     /// The workloads (operators only).
     pub workloads: Vec<Workload>,
     /// The output folder: the first pass's run folder, with the second's
@@ -117,7 +119,7 @@ fn op_key(w: &Workload) -> Option<String> {
 
 /// Runs both passes and judges the choices against the reference.
 pub fn tune(t: TopK) -> Result<TuneRun> {
-    let TopK { gpu, workloads, out, top_k, spec_for, coefficients, reference } = t;
+    let TopK { gpu, gpus, workloads, out, top_k, spec_for, coefficients, reference } = t;
     let picked: Arc<Mutex<HashMap<String, (Config, f64)>>> = Default::default();
     let picked_in = picked.clone();
     let select: Select = Box::new(move |spec, op, configs| {
@@ -136,6 +138,7 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
     let pass = |workloads: Vec<Workload>, out: PathBuf, label: String, select: Select| Options {
         select: Some(select),
         interleave: true,
+        gpus: gpus.clone(),
         ..Options::new(gpu, workloads, out, spec_for_pass(&spec_for), label)
     };
     let summary = profile::run(&Options {
