@@ -145,6 +145,53 @@ const fn tiles_table(softmax: bool) -> [State; TILES_LEN] {
     out
 }
 
+/// Writes the Hopper family's states from `out[i]` on: for each split
+/// factor (the unsplit states first), tile rows of `rows`, tile columns,
+/// consumer warpgroups of `consumers` and pipeline depth; returns the
+/// index after the last.
+// Evaluated at compile time only: an index out of range fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn push_tma(
+    out: &mut [State; HOPPER_MATMUL_LEN],
+    mut i: usize,
+    rows: &[u16],
+    consumers: &[u8],
+    pingpong: bool,
+) -> usize {
+    let mut k = 0;
+    while k < HOPPER_MATMUL_SPLITS.len() {
+        let mut a = 0;
+        while a < rows.len() {
+            let mut b = 0;
+            while b < HOPPER_MATMUL_BN.len() {
+                let mut c = 0;
+                while c < consumers.len() {
+                    let mut s = 0;
+                    while s < HOPPER_MATMUL_STAGES.len() {
+                        out[i] = State {
+                            tile: Tile { m: rows[a], n: HOPPER_MATMUL_BN[b], k: HOPPER_MATMUL_BK },
+                            warps_m: 4 * consumers[c],
+                            warps_n: 1,
+                            stages: HOPPER_MATMUL_STAGES[s],
+                            split_k: HOPPER_MATMUL_SPLITS[k],
+                            pingpong,
+                            placement: Placement::Tma,
+                            layout: Layout::RowMajor,
+                        };
+                        i += 1;
+                        s += 1;
+                    }
+                    c += 1;
+                }
+                b += 1;
+            }
+            a += 1;
+        }
+        k += 1;
+    }
+    i
+}
+
 // Evaluated at compile time only: an index out of range fails the build.
 #[allow(clippy::indexing_slicing)]
 const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
@@ -182,69 +229,12 @@ const fn hopper_matmul_table() -> [State; HOPPER_MATMUL_LEN] {
         a += 1;
     }
     // The Hopper family: a warpgroup of four warps per consumer, the
-    // producer warpgroup besides them (see `State::threads`); the unsplit
-    // states first, then each split factor's.
-    let mut k = 0;
-    while k < HOPPER_MATMUL_SPLITS.len() {
-        let mut a = 0;
-        while a < HOPPER_MATMUL_BM.len() {
-            let mut b = 0;
-            while b < HOPPER_MATMUL_BN.len() {
-                let mut c = 0;
-                while c < HOPPER_MATMUL_CONSUMERS.len() {
-                    let mut s = 0;
-                    while s < HOPPER_MATMUL_STAGES.len() {
-                        out[i] = State {
-                            tile: Tile { m: HOPPER_MATMUL_BM[a], n: HOPPER_MATMUL_BN[b], k: HOPPER_MATMUL_BK },
-                            warps_m: 4 * HOPPER_MATMUL_CONSUMERS[c],
-                            warps_n: 1,
-                            stages: HOPPER_MATMUL_STAGES[s],
-                            split_k: HOPPER_MATMUL_SPLITS[k],
-                            pingpong: false,
-                            placement: Placement::Tma,
-                            layout: Layout::RowMajor,
-                        };
-                        i += 1;
-                        s += 1;
-                    }
-                    c += 1;
-                }
-                b += 1;
-            }
-            a += 1;
-        }
-        k += 1;
-    }
-    // Ping-pong: two consumer warpgroups, each with whole tiles of
-    // `HOPPER_PINGPONG_BM` rows, after every cooperative state (whose
-    // indices they keep).
-    let mut k = 0;
-    while k < HOPPER_MATMUL_SPLITS.len() {
-        let mut a = 0;
-        while a < HOPPER_PINGPONG_BM.len() {
-            let mut b = 0;
-            while b < HOPPER_MATMUL_BN.len() {
-                let mut s = 0;
-                while s < HOPPER_MATMUL_STAGES.len() {
-                    out[i] = State {
-                        tile: Tile { m: HOPPER_PINGPONG_BM[a], n: HOPPER_MATMUL_BN[b], k: HOPPER_MATMUL_BK },
-                        warps_m: 8,
-                        warps_n: 1,
-                        stages: HOPPER_MATMUL_STAGES[s],
-                        split_k: HOPPER_MATMUL_SPLITS[k],
-                        pingpong: true,
-                        placement: Placement::Tma,
-                        layout: Layout::RowMajor,
-                    };
-                    i += 1;
-                    s += 1;
-                }
-                b += 1;
-            }
-            a += 1;
-        }
-        k += 1;
-    }
+    // producer warpgroup besides them (see `State::threads`); the
+    // cooperative states (consumers sharing a tile's rows) first, then the
+    // ping-pong ones (two consumers, each with whole tiles), so that the
+    // states measured first keep their indices.
+    i = push_tma(&mut out, i, &HOPPER_MATMUL_BM, &HOPPER_MATMUL_CONSUMERS, false);
+    push_tma(&mut out, i, &HOPPER_PINGPONG_BM, &[2], true);
     out
 }
 

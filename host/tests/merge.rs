@@ -4,22 +4,13 @@
 
 mod common;
 
-use common::hwwfc;
+use common::{hwwfc, run3_lines, run3_meta_run};
 use serde_json::Value;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The committed run 3's record lines and its one run's metadata.
 fn run3() -> (Vec<String>, Value) {
-    let gz = std::fs::File::open(repo().join("calib-data/h200/run3/records.jsonl.gz")).unwrap();
-    let lines = std::io::BufReader::new(flate2::read::GzDecoder::new(gz)).lines().map(|l| l.unwrap()).collect();
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("calib-data/h200/run3/meta.json")).unwrap()).unwrap();
-    (lines, meta["runs"][0].clone())
+    (run3_lines(), run3_meta_run())
 }
 
 /// Writes the records of shard `i` of `n` (every n-th line) into a part

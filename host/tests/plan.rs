@@ -4,34 +4,19 @@
 
 mod common;
 
-use common::hwwfc;
+use common::{hwwfc, line_key, plan_keys, repo, run3_lines, workloads_of, LineKey};
 use std::collections::HashSet;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The workloads of the committed run 3, in the corpus file's order, and
 /// its records' keys.
-fn run3(dir: &Path) -> (PathBuf, HashSet<(String, String, u64)>) {
-    let gz = std::fs::File::open(repo().join("calib-data/h200/run3/records.jsonl.gz")).unwrap();
+fn run3(dir: &Path) -> (PathBuf, HashSet<LineKey>) {
+    let lines = run3_lines();
     let mut keys = HashSet::new();
-    for line in std::io::BufReader::new(flate2::read::GzDecoder::new(gz)).lines() {
-        let r: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        let config = r["config"]["index"].as_u64().unwrap_or(0);
-        let name = r["workload"]["name"].as_str().unwrap().to_string();
-        assert!(keys.insert((r["source"].as_str().unwrap().to_string(), name, config)));
+    for line in &lines {
+        assert!(keys.insert(line_key(line)));
     }
-    let names: HashSet<&str> = keys.iter().map(|k| k.1.as_str()).collect();
-    let text = std::fs::read_to_string(repo().join("calib-data/workloads.json")).unwrap();
-    let all: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
-    let mine: Vec<&serde_json::Value> = all.iter().filter(|w| names.contains(w["name"].as_str().unwrap())).collect();
-    assert_eq!(mine.len(), names.len());
-    let path = dir.join("run3.json");
-    std::fs::write(&path, serde_json::to_string(&mine).unwrap()).unwrap();
-    (path, keys)
+    (workloads_of(&lines, dir), keys)
 }
 
 fn plan(args: &[&str]) -> serde_json::Value {
@@ -57,20 +42,7 @@ fn the_plan_of_the_committed_hopper_run_is_what_it_measured() {
     assert_eq!(fresh["missing"].as_u64().unwrap() as usize, keys.len());
     assert!(fresh["seconds"].as_f64().unwrap() > 10.0 && fresh["programs"].as_u64().unwrap() > 300, "{fresh}");
     // Its keys are the run's.
-    let listed: HashSet<(String, String, u64)> = fresh["workloads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|w| {
-            let name = w["name"].as_str().unwrap().to_string();
-            w["missing_keys"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(move |k| (k[0].as_str().unwrap().to_string(), name.clone(), k[1].as_u64().unwrap()))
-        })
-        .collect();
-    assert_eq!(listed, keys);
+    assert_eq!(plan_keys(&fresh), keys);
     assert!(!empty.exists(), "--plan writes nothing");
     // Three shards: their records add up to the run, each with its share.
     let mut records = 0;

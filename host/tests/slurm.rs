@@ -9,18 +9,14 @@
 
 mod common;
 
+use common::{line_key, plan_keys, repo, run3_lines, run3_meta_run, workloads_of};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SHARDS: usize = 3;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn on_path(program: &str) -> bool {
     Command::new("sh")
@@ -186,20 +182,8 @@ fn a_slurm_array_plans_the_shards_and_a_slurm_job_merges_them() {
     };
     eprintln!("single-node Slurm up in {}", dir.path().display());
     // The committed run 3: its workloads and records.
-    let gz = std::fs::File::open(repo().join("calib-data/h200/run3/records.jsonl.gz")).unwrap();
-    let lines: Vec<String> =
-        std::io::BufReader::new(flate2::read::GzDecoder::new(gz)).lines().map(|l| l.unwrap()).collect();
-    let key = |line: &str| {
-        let r: Value = serde_json::from_str(line).unwrap();
-        let config = r["config"]["index"].as_u64().unwrap_or(0);
-        (r["source"].as_str().unwrap().to_string(), r["workload"]["name"].as_str().unwrap().to_string(), config)
-    };
-    let names: HashSet<String> = lines.iter().map(|l| key(l).1).collect();
-    let all: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("calib-data/workloads.json")).unwrap()).unwrap();
-    let mine: Vec<&Value> = all.iter().filter(|w| names.contains(w["name"].as_str().unwrap())).collect();
-    let workloads = dir.path().join("workloads.json");
-    std::fs::write(&workloads, serde_json::to_string(&mine).unwrap()).unwrap();
+    let lines = run3_lines();
+    let workloads = workloads_of(&lines, dir.path());
     let out = dir.path().join("runs");
     let hwwfc = PathBuf::from(env!("CARGO_BIN_EXE_hwwfc"));
     let spec = PathBuf::from("h200");
@@ -209,8 +193,7 @@ fn a_slurm_array_plans_the_shards_and_a_slurm_job_merges_them() {
     // The array: every task plans its shard.
     let deploy = repo().join("deploy/slurm");
     cluster.run(&deploy.join("profile.sbatch"), &[&format!("--array=0-{}", SHARDS - 1)], &env);
-    let meta: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo().join("calib-data/h200/run3/meta.json")).unwrap()).unwrap();
+    let meta = run3_meta_run();
     let mut dealt = HashSet::new();
     for i in 0..SHARDS {
         let path = out.join(format!("plan-{i}.json"));
@@ -218,27 +201,15 @@ fn a_slurm_array_plans_the_shards_and_a_slurm_job_merges_them() {
             .unwrap_or_else(|e| panic!("{}: {e}; {}", path.display(), cluster.log_tail()));
         let p: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(p["shard"], format!("{i}/{SHARDS}"));
-        let keys: HashSet<(String, String, u64)> = p["workloads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|w| {
-                let name = w["name"].as_str().unwrap().to_string();
-                w["missing_keys"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(move |k| (k[0].as_str().unwrap().to_string(), name.clone(), k[1].as_u64().unwrap()))
-            })
-            .collect();
+        let keys = plan_keys(&p);
         // The shard's part: the committed records of its keys, as if
         // measured by it.
         let part = out.join(format!("shard-{i}"));
         std::fs::create_dir_all(&part).unwrap();
-        let records: Vec<&str> = lines.iter().filter(|l| keys.contains(&key(l))).map(String::as_str).collect();
+        let records: Vec<&str> = lines.iter().filter(|l| keys.contains(&line_key(l))).map(String::as_str).collect();
         assert_eq!(records.len(), keys.len(), "shard {i}: a key the run did not measure");
         std::fs::write(part.join("records.jsonl"), records.join("\n") + "\n").unwrap();
-        let mut run = meta["runs"][0].clone();
+        let mut run = meta.clone();
         run["shard"] = Value::from(format!("{i}/{SHARDS}"));
         std::fs::write(part.join("meta.json"), serde_json::json!({ "runs": [run] }).to_string()).unwrap();
         for k in keys {

@@ -102,14 +102,19 @@ pub fn plan_report(opts: &Options, spec: &hwwfc_core::HardwareSpec) -> Result<Pl
     let held: HashSet<_> =
         if folder.has_records() { folder.records()?.iter().map(|r| r.key()).collect() } else { HashSet::new() };
     let all = plan::plan(opts, spec, |_| false);
-    let missing = plan::plan(opts, spec, |k| held.contains(k));
+    let missing: Vec<(usize, Vec<_>)> = all
+        .iter()
+        .map(|(wi, tasks)| {
+            let w = &opts.workloads[*wi];
+            (*wi, tasks.iter().copied().filter(|t| !held.contains(&plan::key(w, t))).collect())
+        })
+        .collect();
     let estimator = Estimator::new(spec, opts.policy);
     let mut workloads = Vec::new();
-    for (wi, tasks) in &all {
+    for ((wi, tasks), (_, left)) in all.iter().zip(&missing) {
         let w = &opts.workloads[*wi];
-        let left: Vec<_> = missing.iter().find(|(i, _)| i == wi).map_or_else(Vec::new, |(_, t)| t.clone());
         let seconds =
-            if left.is_empty() { 0.0 } else { WORKLOAD_SETUP_S + estimator.workload(w, &left).iter().sum::<f64>() };
+            if left.is_empty() { 0.0 } else { WORKLOAD_SETUP_S + estimator.workload(w, left).iter().sum::<f64>() };
         workloads.push(WorkloadPlan {
             name: w.name().to_string(),
             shape: w.shape(),
@@ -123,12 +128,7 @@ pub fn plan_report(opts: &Options, spec: &hwwfc_core::HardwareSpec) -> Result<Pl
         spec: spec.name.to_string(),
         shard: opts.shard.map(|s| s.to_string()),
         out: opts.out.display().to_string(),
-        policy: serde_json::json!({
-            "warmup": opts.policy.warmup,
-            "min_repeats": opts.policy.min_repeats,
-            "max_repeats": opts.policy.max_repeats,
-            "target_ms": opts.policy.target_ms,
-        }),
+        policy: serde_json::to_value(opts.policy)?,
         records: workloads.iter().map(|w| w.records).sum(),
         missing: workloads.iter().map(|w| w.missing).sum(),
         programs: plan::programs(&opts.workloads, &missing).len(),

@@ -6,11 +6,11 @@
 //! its place and renamed into it, so it is never seen half-written.
 
 use super::meta::{MetaFile, RunMeta};
-use super::record::{Key, Record};
+use super::record::Key;
 use super::{RunFolder, META_FILE, RECORDS_FILE};
 use anyhow::{bail, Context, Result};
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// What the merge made.
@@ -140,7 +140,7 @@ pub fn merge(parts: &[PathBuf], out: &Path, allow_gaps: bool) -> Result<Merged> 
     let mut owner: HashMap<Key, &Path> = HashMap::new();
     let mut lines = Vec::new();
     for p in parts {
-        for (line, r) in raw_records(&RunFolder::new(p))? {
+        for (line, r) in RunFolder::new(p).record_lines()? {
             if let Some(other) = owner.insert(r.key(), p) {
                 let k = r.key();
                 bail!(
@@ -159,32 +159,6 @@ pub fn merge(parts: &[PathBuf], out: &Path, allow_gaps: bool) -> Result<Merged> 
     let mut found: Vec<String> = seen.keys().map(|i| format!("{i}/{count}")).collect();
     found.sort();
     Ok(Merged { records: lines.len(), shards: found })
-}
-
-/// Every record line of a run folder as written (plain or compressed),
-/// with the record it holds; a line that is not a record is an error that
-/// names the file and the line.
-fn raw_records(folder: &RunFolder) -> Result<Vec<(String, Record)>> {
-    let (path, text) = if folder.records_path().is_file() {
-        let path = folder.records_path();
-        let text = std::fs::read_to_string(&path).with_context(|| format!("{}: cannot read", path.display()))?;
-        (path, text)
-    } else {
-        let path = folder.records_gz_path();
-        let file = std::fs::File::open(&path).with_context(|| format!("{}: cannot read", path.display()))?;
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(file)
-            .read_to_string(&mut text)
-            .with_context(|| format!("{}: cannot decompress", path.display()))?;
-        (path, text)
-    };
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let r: Record = serde_json::from_str(line)
-            .with_context(|| format!("{} line {}: not a record (a run still writing it?)", path.display(), i + 1))?;
-        out.push((line.to_string(), r));
-    }
-    Ok(out)
 }
 
 /// Writes the merged folder under a temporary name beside `out`, then

@@ -111,6 +111,16 @@ impl RunFolder {
         record::read_all(&plain)
     }
 
+    /// Every record as [`RunFolder::records`] reads them, each with its
+    /// line as written.
+    pub fn record_lines(&self) -> Result<Vec<(String, Record)>> {
+        let plain = self.records_path();
+        if !plain.exists() && self.records_gz_path().is_file() {
+            return record::read_all_lines(&self.records_gz_path(), true);
+        }
+        record::read_all_lines(&plain, false)
+    }
+
     /// Its metadata (none recorded if the file does not exist).
     pub fn meta(&self) -> Result<MetaFile> {
         meta::read(&self.meta_path())

@@ -188,6 +188,11 @@ impl Record {
 
 /// Parses the complete lines of `bytes`; `Err` names `path` and the line.
 fn parse_lines(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
+    parse_lines_with(path, bytes, |_, rec| rec)
+}
+
+/// [`parse_lines`], each record given to `keep` with its line.
+fn parse_lines_with<T>(path: &Path, bytes: &[u8], keep: impl Fn(&str, Record) -> T) -> Result<Vec<T>> {
     let mut out = Vec::new();
     for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
         let at = || format!("{}:{}", path.display(), i + 1);
@@ -197,7 +202,7 @@ fn parse_lines(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
         }
         let rec: Record = serde_json::from_str(line).with_context(|| format!("{}: malformed record", at()))?;
         rec.check().map_err(|e| anyhow::anyhow!("{}: invalid record: {e}", at()))?;
-        out.push(rec);
+        out.push(keep(line, rec));
     }
     Ok(out)
 }
@@ -205,24 +210,38 @@ fn parse_lines(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
 /// Reads every record of a finished file; a truncated, malformed or
 /// invalid line is an error naming the file and the line.
 pub fn read_all(path: &Path) -> Result<Vec<Record>> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-    parse_finished(path, &bytes)
+    parse_finished(path, &finished_bytes(path, false)?, |_, rec| rec)
 }
 
 /// Reads every record of a finished file compressed with gzip (how a
 /// large committed run is kept); errors as [`read_all`].
 pub fn read_all_gz(path: &Path) -> Result<Vec<Record>> {
+    parse_finished(path, &finished_bytes(path, true)?, |_, rec| rec)
+}
+
+/// Every record of a finished file (gzip-compressed where `gz`) with its
+/// line as written; errors as [`read_all`].
+pub fn read_all_lines(path: &Path, gz: bool) -> Result<Vec<(String, Record)>> {
+    parse_finished(path, &finished_bytes(path, gz)?, |line, rec| (line.to_string(), rec))
+}
+
+/// The bytes of a records file, decompressed where `gz`.
+fn finished_bytes(path: &Path, gz: bool) -> Result<Vec<u8>> {
+    if !gz {
+        return std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()));
+    }
     use std::io::Read as _;
     let file = File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
     let mut bytes = Vec::new();
     flate2::read::GzDecoder::new(file)
         .read_to_end(&mut bytes)
         .with_context(|| format!("{}: not a gzip file, or a damaged one", path.display()))?;
-    parse_finished(path, &bytes)
+    Ok(bytes)
 }
 
-/// The records of the whole text of a finished file.
-fn parse_finished(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
+/// The records of the whole text of a finished file, each given to `keep`
+/// with its line.
+fn parse_finished<T>(path: &Path, bytes: &[u8], keep: impl Fn(&str, Record) -> T) -> Result<Vec<T>> {
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
         let line = bytes.split(|&b| b == b'\n').count();
         bail!(
@@ -230,7 +249,7 @@ fn parse_finished(path: &Path, bytes: &[u8]) -> Result<Vec<Record>> {
             path.display()
         );
     }
-    parse_lines(path, bytes)
+    parse_lines_with(path, bytes, keep)
 }
 
 /// Counts the valid records of the complete lines of the file at `path`,

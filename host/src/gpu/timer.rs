@@ -13,7 +13,7 @@ use super::Gpu;
 pub const FLUSH_BYTES: usize = 256 << 20;
 
 /// How many runs to make of one configuration.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct TimingPolicy {
     /// Untimed runs first.
     pub warmup: u32,

@@ -90,7 +90,7 @@ impl<'a> Context<'a> {
     }
 
     /// Every task of `w` recorded as failed for `reason`.
-    pub fn all_failed(&mut self, w: &Workload, tasks: &[super::plan::Task], reason: &str) -> Result<Vec<Record>> {
+    pub fn all_failed(&mut self, w: &Workload, tasks: &[super::task::Task], reason: &str) -> Result<Vec<Record>> {
         self.bar.inc(tasks.len() as u64);
         let mut out = Vec::new();
         for t in tasks {

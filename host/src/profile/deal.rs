@@ -9,7 +9,7 @@
 //! rerun resumes what is missing). An error of the writer stops every
 //! worker after its workload in progress.
 
-use super::plan::Task;
+use super::task::Task;
 use crate::database::record::{Record, RecordSink};
 use anyhow::{anyhow, Result};
 use std::collections::VecDeque;

@@ -12,7 +12,7 @@
 //! device's time; compiling comes on top (one program per configuration,
 //! in parallel over the host's cores).
 
-use super::plan::Task;
+use super::task::Task;
 use crate::database::record::Source;
 use crate::gpu::timer::repeats;
 use crate::gpu::{TimingPolicy, FLUSH_BYTES};
@@ -48,22 +48,34 @@ impl<'a> Estimator<'a> {
         Estimator { spec, coefficients, policy }
     }
 
-    /// The predicted time of one launch of `task` of `w`, microseconds
-    /// (`best_us`: the best predicted configuration of the workload, the
-    /// vendor's stand-in).
-    pub fn kernel_us(&self, w: &Workload, task: &Task, best_us: f64) -> f64 {
+    /// The predicted time of one launch of each task of `w`, microseconds:
+    /// a configuration's from the cost model, the vendor's as the best of
+    /// them, the copy's and the transpose's from their bytes.
+    fn launches_us(&self, w: &Workload, tasks: &[Task]) -> Vec<f64> {
+        let op: Option<Op> = w.op();
+        let configured: Vec<Option<f64>> = tasks
+            .iter()
+            .map(|t| match (t.source, t.config, &op) {
+                (Source::Kernel, Some(c), Some(op)) => {
+                    Some(cost::unary_cost(self.spec, &self.coefficients, op, &c.state()) as f64)
+                }
+                _ => None,
+            })
+            .collect();
+        let best = configured.iter().flatten().fold(f64::INFINITY, |a, &b| a.min(b)).min(1e9);
         let bw = self.spec.dram_bytes_per_us().max(1.0) as f64;
-        match (task.source, task.config, w) {
-            (Source::Kernel, Some(c), _) => match w.op() {
-                Some(op) => cost::unary_cost(self.spec, &self.coefficients, &op, &c.state()) as f64,
-                None => 0.0,
-            },
-            (Source::Cublas, _, _) => best_us,
-            (_, _, Workload::Copy { bytes, .. }) => 2.0 * *bytes as f64 / bw,
-            // A transpose of 16-bit elements reads and writes each once.
-            (_, _, Workload::Transpose { rows, cols, .. }) => 4.0 * *rows as f64 * *cols as f64 / bw,
-            _ => 0.0,
-        }
+        tasks
+            .iter()
+            .zip(configured)
+            .map(|(t, us)| match (us, t.source, w) {
+                (Some(us), _, _) => us,
+                (None, Source::Cublas, _) => best,
+                (None, _, Workload::Copy { bytes, .. }) => 2.0 * *bytes as f64 / bw,
+                // A transpose of 16-bit elements reads and writes each once.
+                (None, _, Workload::Transpose { rows, cols, .. }) => 4.0 * *rows as f64 * *cols as f64 / bw,
+                _ => 0.0,
+            })
+            .collect()
     }
 
     /// The device seconds of measuring a task whose launch takes `us`.
@@ -75,19 +87,7 @@ impl<'a> Estimator<'a> {
 
     /// The predicted seconds of every task of `w`, in order.
     pub fn workload(&self, w: &Workload, tasks: &[Task]) -> Vec<f64> {
-        let best = self.best_us(w, tasks);
-        tasks.iter().map(|t| self.task_seconds(self.kernel_us(w, t, best))).collect()
-    }
-
-    /// The best predicted launch among the configurations of `tasks`.
-    fn best_us(&self, w: &Workload, tasks: &[Task]) -> f64 {
-        let Some(op): Option<Op> = w.op() else { return 0.0 };
-        tasks
-            .iter()
-            .filter_map(|t| t.config)
-            .map(|c| cost::unary_cost(self.spec, &self.coefficients, &op, &c.state()) as f64)
-            .fold(f64::INFINITY, f64::min)
-            .min(1e9)
+        self.launches_us(w, tasks).into_iter().map(|us| self.task_seconds(us)).collect()
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::context::Context;
 use super::faults;
-use super::plan::Task;
+use super::task::Task;
 use crate::database::record::{Record, Source};
 use crate::family::{Config, Inputs, KernelFamily, Workspace};
 use crate::gpu::support::SEED;

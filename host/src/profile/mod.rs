@@ -4,6 +4,7 @@
 //!
 //! - [`options`]: what a run is asked ([`Options`]) and what it did
 //!   ([`Summary`]);
+//! - [`task`]: one record to make, and a run's tasks per workload;
 //! - [`plan`]: the records still to make, given what the run folder holds
 //!   and the run's shard;
 //! - [`estimate`]: each task's predicted device time, from the cost model
@@ -37,6 +38,7 @@ pub mod options;
 pub mod plan;
 pub mod runner;
 pub mod shard;
+pub mod task;
 
 pub use options::{GpuList, Options, Select, SpecFor, Summary};
 pub use runner::run;

@@ -6,23 +6,12 @@
 use super::estimate::Estimator;
 use super::options::Options;
 use super::shard::{self, Shard};
+use super::task::{Plan, Task};
 use crate::database::record::{Key, Source};
-use crate::family::{self, Config};
+use crate::family;
 use crate::gpu::Program;
 use crate::input::workload_file::Workload;
 use hwwfc_core::HardwareSpec;
-
-/// One record to make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Task {
-    /// What is timed.
-    pub source: Source,
-    /// The configuration (kernels of a family only).
-    pub config: Option<Config>,
-}
-
-/// The tasks of one workload, by its index in the options' workloads.
-pub type Plan = Vec<(usize, Vec<Task>)>;
 
 /// Every record of `opts` on `spec` that the run folder does not hold yet
 /// (`held` says which it holds), per workload, workloads with nothing left

@@ -48,3 +48,61 @@ pub fn schedule_json(args: &[&str]) -> Value {
     assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A record's key as its JSON line names it: source, workload, configuration index.
+pub type LineKey = (String, String, u64);
+
+/// The lines of the committed Hopper run (`calib-data/h200/run3`).
+pub fn run3_lines() -> Vec<String> {
+    use std::io::BufRead;
+    let gz = std::fs::File::open(repo().join("calib-data/h200/run3/records.jsonl.gz")).unwrap();
+    std::io::BufReader::new(flate2::read::GzDecoder::new(gz)).lines().map(|l| l.unwrap()).collect()
+}
+
+/// The one run of the committed Hopper run's metadata.
+pub fn run3_meta_run() -> Value {
+    let text = std::fs::read_to_string(repo().join("calib-data/h200/run3/meta.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["runs"][0].clone()
+}
+
+/// The key of a record line.
+pub fn line_key(line: &str) -> LineKey {
+    let r: Value = serde_json::from_str(line).unwrap();
+    let config = r["config"]["index"].as_u64().unwrap_or(0);
+    (r["source"].as_str().unwrap().to_string(), r["workload"]["name"].as_str().unwrap().to_string(), config)
+}
+
+/// Writes the workloads of `lines` (in the corpus file's order) as
+/// `run3.json` in `dir`; returns its path.
+pub fn workloads_of(lines: &[String], dir: &Path) -> PathBuf {
+    let names: std::collections::HashSet<String> = lines.iter().map(|l| line_key(l).1).collect();
+    let text = std::fs::read_to_string(repo().join("calib-data/workloads.json")).unwrap();
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let mine: Vec<&Value> = all.iter().filter(|w| names.contains(w["name"].as_str().unwrap())).collect();
+    assert_eq!(mine.len(), names.len());
+    let path = dir.join("run3.json");
+    std::fs::write(&path, serde_json::to_string(&mine).unwrap()).unwrap();
+    path
+}
+
+/// The keys a `profile --plan --json` report lists as missing.
+pub fn plan_keys(plan: &Value) -> std::collections::HashSet<LineKey> {
+    plan["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| {
+            let name = w["name"].as_str().unwrap().to_string();
+            w["missing_keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |k| (k[0].as_str().unwrap().to_string(), name.clone(), k[1].as_u64().unwrap()))
+        })
+        .collect()
+}
