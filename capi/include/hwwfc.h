@@ -86,7 +86,7 @@
 #define HWWFC_MAX_LAYERS 64
 
 // Most candidate states of a layer for `hwwfc_schedule`.
-#define HWWFC_MAX_STATES 576
+#define HWWFC_MAX_STATES 896
 
 // Most layers of a model for `hwwfc_schedule_compact`.
 #define HWWFC_COMPACT_MAX_LAYERS 16
@@ -119,7 +119,7 @@ extern "C" {
 // `HWWFC_ERR_COST_MODEL_VERSION`.
 // Up to `HWWFC_MAX_LAYERS` layers of up to `HWWFC_MAX_STATES`
 // candidate states each. Allocation-free: the problem lives on the stack,
-// which must hold 1 MiB in an optimized build (2 MiB unoptimized): run it
+// which must hold 1 MiB in an optimized build (4 MiB unoptimized): run it
 // on a thread with a stack that large. `hwwfc_schedule_compact` needs far
 // less.
 //

@@ -88,7 +88,7 @@ pub const HWWFC_SOLVER_EXACT: u32 = 1;
 /// Most layers of a model for `hwwfc_schedule`.
 pub const HWWFC_MAX_LAYERS: usize = 64;
 /// Most candidate states of a layer for `hwwfc_schedule`.
-pub const HWWFC_MAX_STATES: usize = 576;
+pub const HWWFC_MAX_STATES: usize = 896;
 /// Most layers of a model for `hwwfc_schedule_compact`.
 pub const HWWFC_COMPACT_MAX_LAYERS: usize = 16;
 /// Most candidate states of a layer for `hwwfc_schedule_compact`.
@@ -261,7 +261,7 @@ fn decode_common(i: &Inputs<'_>) -> Result<(HardwareSpec, Coefficients), i32> {
 /// `HWWFC_ERR_COST_MODEL_VERSION`.
 /// Up to `HWWFC_MAX_LAYERS` layers of up to `HWWFC_MAX_STATES`
 /// candidate states each. Allocation-free: the problem lives on the stack,
-/// which must hold 1 MiB in an optimized build (2 MiB unoptimized): run it
+/// which must hold 1 MiB in an optimized build (4 MiB unoptimized): run it
 /// on a thread with a stack that large. `hwwfc_schedule_compact` needs far
 /// less.
 ///

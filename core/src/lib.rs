@@ -90,5 +90,5 @@ pub use state::{Layout, Placement, State, StateIndex};
 
 /// Most layers of a graph in the host build.
 pub const HOST_MAX_LAYERS: usize = 64;
-/// Domain words of the host build (`64 * 9 = 576` states per layer).
-pub const HOST_DOMAIN_WORDS: usize = 9;
+/// Domain words of the host build (`64 * 14 = 896` states per layer).
+pub const HOST_DOMAIN_WORDS: usize = 14;

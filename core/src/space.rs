@@ -78,18 +78,14 @@ pub const HOPPER_MATMUL_BK: u16 = 64;
 pub const HOPPER_MATMUL_CONSUMERS: [u8; 2] = [1, 2];
 /// Pipeline depths of the Hopper matmul.
 pub const HOPPER_MATMUL_STAGES: [u8; 4] = [2, 3, 4, 6];
-/// Reduction splits of the Hopper matmul's states (split-K; 1 first, so
-/// that the unsplit states keep their indices). The kernel, its
-/// constraints and the cost model also take splits of 2, 4 and 8
-/// ([`State::split_k`]); the table offers them once they have been checked
-/// and timed on a Hopper GPU, appended after the states measured so far.
-pub const HOPPER_MATMUL_SPLITS: [u8; 1] = [1];
-/// Tile rows of the Hopper matmul's ping-pong states (one consumer
-/// warpgroup's: one or two `wgmma` m64). The kernel, its constraints and
-/// the cost model take ping-pong consumers ([`State::pingpong`], tiles of
-/// 64 or 128 rows); the table offers them, like the splits, once they have
-/// been checked and timed on a Hopper GPU.
-pub const HOPPER_PINGPONG_BM: [u16; 0] = [];
+/// Reduction splits of the Hopper matmul (split-K, [`State::split_k`]; 1
+/// first, so that the unsplit states keep the indices they had before the
+/// splits were offered).
+pub const HOPPER_MATMUL_SPLITS: [u8; 4] = [1, 2, 4, 8];
+/// Tile rows of the Hopper matmul's ping-pong states ([`State::pingpong`]:
+/// two consumer warpgroups, each with whole tiles of one or two `wgmma`
+/// m64), appended after the cooperative states.
+pub const HOPPER_PINGPONG_BM: [u16; 2] = [64, 128];
 const HOPPER_TMA_LEN: usize = HOPPER_MATMUL_SPLITS.len()
     * HOPPER_MATMUL_BN.len()
     * HOPPER_MATMUL_STAGES.len()

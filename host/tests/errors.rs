@@ -204,7 +204,7 @@ fn bad_layers_name_the_layer_and_field() {
 fn sram_too_small_for_every_state_names_layer_and_constraint() {
     let dir = tempfile::tempdir().unwrap();
     // The smallest CUDA matmul state stages 6 KB of operands; the h200's
-    // hopper space holds the 480 `mma.sync` states and the 72 TMA ones.
+    // hopper space holds the 480 `mma.sync` states and the 384 TMA ones.
     let p = spec_with(dir.path(), "tiny_sram.json", |o| {
         o.insert("sram_per_block_bytes".into(), json!(4096));
     });
@@ -212,7 +212,7 @@ fn sram_too_small_for_every_state_names_layer_and_constraint() {
     assert_eq!(
         e,
         "error: layer `in_proj` (matmul 512x512x128 f16): every state removed; `sram_capacity` removed the last \
-         one (of 552 candidates: sram_capacity 552)"
+         one (of 864 candidates: sram_capacity 864)"
     );
     // On the tiles space, a softmax too small for any DRAM tile to apply
     // (a DRAM tile may not exceed the layer) keeps only SRAM tiles, and

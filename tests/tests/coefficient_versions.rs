@@ -61,7 +61,7 @@ fn c_status(f: Entry, coefficients: &[u8]) -> i32 {
             )
         }
     };
-    std::thread::Builder::new().stack_size(2 << 20).spawn(call).unwrap().join().unwrap()
+    std::thread::Builder::new().stack_size(4 << 20).spawn(call).unwrap().join().unwrap()
 }
 
 /// The host loader's error for the file `path`, as the command prints it.
