@@ -397,6 +397,10 @@ pub struct ScheduleArgs {
     #[arg(long)]
     pub allow_other_gpu: bool,
 
+    /// A partition of the spec's GPU.
+    #[command(flatten)]
+    pub partition: crate::input::partition::PartitionArgs,
+
     /// Which solver to run.
     #[arg(long, value_enum, default_value_t = SolverChoice::Both)]
     pub solver: SolverChoice,
