@@ -6,7 +6,7 @@
 use anyhow::{anyhow, Result};
 use clap::Args;
 use hwwfc_core::HardwareSpec;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `--sms` and `--smem-kb`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Args)]
@@ -24,7 +24,7 @@ pub struct PartitionArgs {
 }
 
 /// The partition a spec was cut to, for the reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Partition {
     /// SMs of the partition.
     pub sms: u32,
