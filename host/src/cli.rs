@@ -56,6 +56,11 @@ pub enum Command {
     /// finished, and no record twice; the folder is written whole or not
     /// at all.
     Merge(MergeArgs),
+    /// Judge a cost model on records of several partitions of one GPU
+    /// (`profile --sms`, `--smem-kb`), each on its own spec, no refit: the
+    /// agreement per partition, and per workload the measured best and the
+    /// model's first choice on each partition.
+    Partitions(PartitionsArgs),
 }
 
 /// Options of `hwwfc merge`.
@@ -189,6 +194,34 @@ pub struct CalibrateArgs {
     /// report a few minutes).
     #[arg(long)]
     pub no_report: bool,
+}
+
+/// Options of `hwwfc partitions`.
+#[derive(Debug, Args)]
+pub struct PartitionsArgs {
+    /// A folder of run folders, measured on partitions of one GPU (and on
+    /// the whole GPU, which is compared with them).
+    #[arg(long, value_name = "DIR")]
+    pub data: PathBuf,
+
+    /// The coefficients to judge, JSON or .postcard (default: the built-in
+    /// calibrated coefficients of the records' spec, else the defaults).
+    #[arg(long, value_name = "FILE")]
+    pub coefficients: Option<PathBuf>,
+
+    /// Use a coefficients file fitted for another spec or GPU anyway.
+    #[arg(long)]
+    pub allow_other_gpu: bool,
+
+    /// Spec whose rates the model uses (default: the built-in spec named in
+    /// the device's name), cut to each run's partition.
+    #[arg(long, value_name = "FILE|NAME")]
+    pub spec: Option<String>,
+
+    /// Print one JSON object (coefficients, partitions[...] each with its
+    /// means and per-workload choices) instead of the tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `hwwfc report`.

@@ -141,3 +141,47 @@ fn records_of_a_partition_are_judged_on_its_spec_and_never_mixed() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("two partitions") && e.contains("16 of 132 SMs") && e.contains("the whole GPU"), "{e}");
 }
+
+#[test]
+fn partitions_are_judged_side_by_side_each_on_its_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let sixteen = serde_json::json!({
+        "sms": 16, "of_sms": 132, "sram_per_block_bytes": 232448, "of_sram_per_block_bytes": 232448
+    });
+    copy_run(dir.path(), "b-part", sixteen.clone());
+    copy_run(dir.path(), "a-whole", serde_json::Value::Null);
+    let out = common::hwwfc()
+        .args(["partitions", "--json", "--allow-other-gpu", "--data"])
+        .arg(dir.path())
+        .arg("--coefficients")
+        .arg(common::repo().join("calib-data/h200/coefficients.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parts = v["partitions"].as_array().unwrap();
+    assert_eq!(parts.len(), 2);
+    // The whole GPU first, then the partition, each with every workload.
+    assert!(parts[0]["partition"].is_null());
+    assert_eq!(parts[1]["partition"], sixteen);
+    for p in parts {
+        assert_eq!(p["choices"].as_array().unwrap().len(), p["workloads"].as_u64().unwrap() as usize);
+        let share = p["mean_top1_share"].as_f64().unwrap();
+        assert!(share > 0.0 && share <= 1.0, "{p}");
+    }
+    // The same times: the same measured best, but the model, seeing 16 SMs,
+    // chooses differently somewhere.
+    let (a, b) = (parts[0]["choices"].as_array().unwrap(), parts[1]["choices"].as_array().unwrap());
+    assert!(a.iter().zip(b).all(|(x, y)| x["best"] == y["best"] && x["best_us"] == y["best_us"]));
+    assert!(a.iter().zip(b).any(|(x, y)| x["chosen"] != y["chosen"]));
+    // The tables say the same.
+    let out = common::hwwfc()
+        .args(["partitions", "--allow-other-gpu", "--data"])
+        .arg(dir.path())
+        .arg("--coefficients")
+        .arg(common::repo().join("calib-data/h200/coefficients.json"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("| the whole GPU |") && text.contains("| 16 of 132 SMs, 227 of 227 KiB"), "{text}");
+}

@@ -80,11 +80,36 @@ impl Dataset {
 
 /// Reads the runs under `dir` (see [`run_folders`]).
 pub fn load(dir: &Path) -> Result<Dataset> {
-    let folders: Vec<RunFolder> = run_folders(dir)?;
+    load_folders(dir, &run_folders(dir)?)
+}
+
+/// Reads the runs under `dir` one dataset per partition they measured on
+/// (the whole GPU first, then by SMs and shared-memory budget, largest
+/// first), so that each is judged on its own spec.
+pub fn load_by_partition(dir: &Path) -> Result<Vec<Dataset>> {
+    let mut groups: Vec<(Option<Partition>, Vec<RunFolder>)> = Vec::new();
+    for folder in run_folders(dir)? {
+        let m = folder.meta()?;
+        let Some(first) = m.runs.first() else {
+            bail!("{}: no run recorded in meta.json", folder.path().display());
+        };
+        match groups.iter_mut().find(|(p, _)| *p == first.partition) {
+            Some((_, folders)) => folders.push(folder),
+            None => groups.push((first.partition, vec![folder])),
+        }
+    }
+    let order = |p: &Option<Partition>| p.map_or((u32::MAX, u32::MAX), |p| (p.sms, p.sram_per_block_bytes));
+    groups.sort_by_key(|(p, _)| std::cmp::Reverse(order(p)));
+    groups.iter().map(|(_, folders)| load_folders(dir, folders)).collect()
+}
+
+/// Reads `folders`, found under `dir`, as one dataset: one GPU, one
+/// partition.
+fn load_folders(dir: &Path, folders: &[RunFolder]) -> Result<Dataset> {
     let mut device: Option<(DeviceInfo, PathBuf)> = None;
     let mut partition: Option<(Option<Partition>, PathBuf)> = None;
     let mut runs: Vec<Vec<Record>> = Vec::new();
-    for folder in &folders {
+    for folder in folders {
         let d = &folder.path().to_path_buf();
         let m = folder.meta()?;
         let Some(first) = m.runs.first() else {

@@ -26,7 +26,13 @@ pub struct Loaded {
 /// Reads the records under `dir`; `spec` names a spec, or `None` for the
 /// built-in spec of the device the records were measured on.
 pub fn load(dir: &Path, spec: Option<&str>) -> Result<Loaded> {
-    let data = dataset::load(dir)?;
+    with_spec(dataset::load(dir)?, dir, spec)
+}
+
+/// `data`, read from `dir`, with the spec its predictions use: `spec`
+/// names a spec, or `None` for the built-in spec of the records' device;
+/// cut to the records' partition.
+pub fn with_spec(data: Dataset, dir: &Path, spec: Option<&str>) -> Result<Loaded> {
     if data.workloads.is_empty() {
         anyhow::bail!("{}: too few records to fit: no successful kernel measurement", dir.display());
     }

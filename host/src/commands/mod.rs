@@ -11,6 +11,7 @@
 //! - [`judge`]: measure several runs' choices side by side, against the
 //!   exhaustive best.
 //! - [`merge`]: one run folder from the shards of a run measured apart.
+//! - [`partitions`]: judge a cost model on several partitions of one GPU.
 //!
 //! A new command gets a module here, a variant of
 //! [`crate::cli::Command`] and a line in [`run`].
@@ -18,6 +19,7 @@
 pub mod calibrate;
 pub mod judge;
 pub mod merge;
+pub mod partitions;
 pub mod profile;
 pub mod report;
 pub mod schedule;
@@ -36,5 +38,6 @@ pub fn run(command: &Command) -> Result<()> {
         Command::Tune(args) => tune::run(args),
         Command::Judge(args) => judge::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Partitions(args) => partitions::run(args),
     }
 }
