@@ -125,7 +125,8 @@ impl<T: Copy, const L: usize> PerEdge<T, L> {
         if col == 0 {
             self.rows.push([v; MAX_INPUTS]).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
         }
-        let slot = self.rows.get_mut(row).and_then(|r| r.get_mut(col)).ok_or(BuildError::TooManyLayers { capacity: L })?;
+        let slot =
+            self.rows.get_mut(row).and_then(|r| r.get_mut(col)).ok_or(BuildError::TooManyLayers { capacity: L })?;
         *slot = v;
         self.len += 1;
         Ok(())
