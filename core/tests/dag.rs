@@ -154,7 +154,7 @@ fn random_dag(n: usize, seed: u64) -> DagProblem {
         })
         .collect();
     let ties = r.unit() < 0.4;
-    let mut cost = |r: &mut SplitMix| if ties { (r.next_u64() % 4) as f32 } else { (r.unit() * 100.0) as f32 };
+    let cost = |r: &mut SplitMix| if ties { (r.next_u64() % 4) as f32 } else { (r.unit() * 100.0) as f32 };
     let unary: Vec<Vec<f32>> = sizes.iter().map(|&s| (0..s).map(|_| cost(&mut r)).collect()).collect();
     let skip = r.unit() * 0.6;
     let mut edges = Vec::new();
