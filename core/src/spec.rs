@@ -216,3 +216,89 @@ impl HardwareSpec {
         self.dram_bandwidth_gbps * 1.0e3
     }
 }
+
+/// Why a partition of a spec could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum PartitionError {
+    /// A partition needs at least one SM.
+    NoSms,
+    /// More SMs than the accelerator has.
+    TooManySms {
+        /// SMs asked for.
+        asked: u32,
+        /// SMs of the accelerator.
+        available: u32,
+    },
+    /// A shared-memory budget of zero bytes.
+    NoSram,
+    /// A per-block shared-memory budget above what a block may use.
+    SramExceeds {
+        /// Bytes asked for.
+        asked: u32,
+        /// Bytes a block may use on the accelerator.
+        available: u32,
+    },
+}
+
+impl fmt::Display for PartitionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PartitionError::NoSms => f.write_str("a partition needs at least one SM"),
+            PartitionError::TooManySms { asked, available } => {
+                write!(f, "a partition of {asked} SMs: the accelerator has {available}")
+            }
+            PartitionError::NoSram => f.write_str("a shared-memory budget must be more than 0 bytes"),
+            PartitionError::SramExceeds { asked, available } => write!(
+                f,
+                "a shared-memory budget of {asked} bytes per block: a block may use at most {available} on the accelerator"
+            ),
+        }
+    }
+}
+
+impl HardwareSpec {
+    /// The spec of a part of this accelerator: `sms` of its SMs, and blocks
+    /// that may use at most `sram_per_block_bytes` of shared memory (`None`
+    /// keeps the whole).
+    ///
+    /// What each SM has and does is unchanged, so the peak arithmetic rates,
+    /// which are the whole device's, scale with the SMs kept. The DRAM
+    /// bandwidth and the L2 stay the whole device's: a partition shares them
+    /// with the rest of the GPU, and the spec describes a tenant that runs
+    /// alone; the cost model's latency-bound bandwidth (bytes in flight per
+    /// resident block) is what limits a few SMs' reach. The name is kept, so
+    /// that coefficients fitted on the whole GPU apply.
+    pub fn partition(
+        &self,
+        sms: Option<u32>,
+        sram_per_block_bytes: Option<u32>,
+    ) -> Result<HardwareSpec, PartitionError> {
+        let mut s = self.clone();
+        if let Some(n) = sms {
+            if n == 0 {
+                return Err(PartitionError::NoSms);
+            }
+            if n > self.sm_count {
+                return Err(PartitionError::TooManySms { asked: n, available: self.sm_count });
+            }
+            let share = n as f32 / self.sm_count.max(1) as f32;
+            s.sm_count = n;
+            s.peak_tflops = PeakCompute {
+                f16: self.peak_tflops.f16 * share,
+                bf16: self.peak_tflops.bf16 * share,
+                f32: self.peak_tflops.f32 * share,
+            };
+        }
+        if let Some(bytes) = sram_per_block_bytes {
+            if bytes == 0 {
+                return Err(PartitionError::NoSram);
+            }
+            if bytes > self.sram_per_block_bytes {
+                return Err(PartitionError::SramExceeds { asked: bytes, available: self.sram_per_block_bytes });
+            }
+            s.sram_per_block_bytes = bytes;
+        }
+        Ok(s)
+    }
+}

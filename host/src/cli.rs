@@ -160,6 +160,11 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "LIST|all")]
     pub gpus: Option<crate::profile::GpuList>,
 
+    /// Profile on a partition of the GPU (as `profile --sms`, `--smem-kb`;
+    /// ignored with --data, whose runs name their partition).
+    #[command(flatten)]
+    pub partition: crate::input::partition::PartitionArgs,
+
     /// Workloads to profile (default: calib-data/workloads.json).
     #[arg(long, value_name = "FILE")]
     pub workloads: Option<PathBuf>,
@@ -298,6 +303,11 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "LIST|all")]
     pub gpus: Option<crate::profile::GpuList>,
 
+    /// Measure on a partition of the GPU: a green context of N SMs (as
+    /// the driver rounds it) and a per-block shared-memory budget.
+    #[command(flatten)]
+    pub partition: crate::input::partition::PartitionArgs,
+
     /// Measure only shard I of N (0 <= I < N): the work dealt out by
     /// predicted time, the same on every host, so that N processes measure
     /// disjoint parts into their own folders.
@@ -396,6 +406,10 @@ pub struct ScheduleArgs {
     /// warning).
     #[arg(long)]
     pub allow_other_gpu: bool,
+
+    /// A partition of the spec's GPU.
+    #[command(flatten)]
+    pub partition: crate::input::partition::PartitionArgs,
 
     /// Which solver to run.
     #[arg(long, value_enum, default_value_t = SolverChoice::Both)]

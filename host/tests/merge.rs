@@ -4,13 +4,13 @@
 
 mod common;
 
-use common::{hwwfc, run3_lines, run3_meta_run};
+use common::{hopper_run_lines, hopper_run_meta, hwwfc};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The committed run 3's record lines and its one run's metadata.
-fn run3() -> (Vec<String>, Value) {
-    (run3_lines(), run3_meta_run())
+/// The committed Hopper run's record lines and its one run's metadata.
+fn hopper_run() -> (Vec<String>, Value) {
+    (hopper_run_lines(), hopper_run_meta())
 }
 
 /// Writes the records of shard `i` of `n` (every n-th line) into a part
@@ -43,7 +43,7 @@ fn refused(parts: &[&Path], out: &Path, extra: &[&str]) -> String {
 #[test]
 fn shards_merge_back_into_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let (lines, run) = run3();
+    let (lines, run) = hopper_run();
     let parts: Vec<PathBuf> = (0..3).map(|i| part(dir.path(), &lines, &run, i, 3, |_| {})).collect();
     let out = dir.path().join("merged");
     let o = merge(&[&parts[2], &parts[0], &parts[1]], &out, &[]);
@@ -70,7 +70,7 @@ fn shards_merge_back_into_the_run() {
 #[test]
 fn parts_that_do_not_belong_together_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let (lines, run) = run3();
+    let (lines, run) = hopper_run();
     let out = dir.path().join("merged");
     let a = part(dir.path(), &lines, &run, 0, 3, |_| {});
     let b = part(dir.path(), &lines, &run, 1, 3, |_| {});
@@ -86,7 +86,7 @@ fn parts_that_do_not_belong_together_are_refused() {
     // Another commit, GPU or timing policy.
     for (field, value, needle) in [
         ("commit", Value::from("0000000"), "commit `0000000`"),
-        ("spec", Value::from("h100"), "spec `h100`"),
+        ("spec", Value::from("h200"), "spec `h200`"),
         ("timing_policy", serde_json::json!({"warmup": 9}), "timing policy"),
     ] {
         let odd = part(dir.path(), &lines, &run, 2, 3, |r| r[field] = value.clone());
@@ -94,9 +94,9 @@ fn parts_that_do_not_belong_together_are_refused() {
         assert!(e.contains(needle) && e.contains("not parts of one run"), "{field}: {e}");
     }
     let mut other = run.clone();
-    other["device"]["name"] = Value::from("NVIDIA H100 80GB HBM3");
+    other["device"]["name"] = Value::from("NVIDIA H200");
     let odd = part(dir.path(), &lines, &other, 2, 3, |_| {});
-    assert!(refused(&[&a, &b, &odd], &out, &[]).contains("GPU `NVIDIA H100"));
+    assert!(refused(&[&a, &b, &odd], &out, &[]).contains("GPU `NVIDIA H200"));
     // Another dealing.
     let four = part(dir.path(), &lines, &run, 2, 4, |_| {});
     assert!(refused(&[&a, &b, &four], &out, &[]).contains("another dealing"));

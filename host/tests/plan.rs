@@ -4,14 +4,14 @@
 
 mod common;
 
-use common::{hwwfc, line_key, plan_keys, repo, run3_lines, workloads_of, LineKey};
+use common::{hopper_run_lines, hwwfc, line_key, plan_keys, repo, workloads_of, LineKey, HOPPER_RUN, HOPPER_RUN_SPEC};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// The workloads of the committed run 3, in the corpus file's order, and
-/// its records' keys.
-fn run3(dir: &Path) -> (PathBuf, HashSet<LineKey>) {
-    let lines = run3_lines();
+/// The workloads of the committed Hopper run, in the corpus file's order,
+/// and its records' keys.
+fn hopper_run(dir: &Path) -> (PathBuf, HashSet<LineKey>) {
+    let lines = hopper_run_lines();
     let mut keys = HashSet::new();
     for line in &lines {
         assert!(keys.insert(line_key(line)));
@@ -20,7 +20,7 @@ fn run3(dir: &Path) -> (PathBuf, HashSet<LineKey>) {
 }
 
 fn plan(args: &[&str]) -> serde_json::Value {
-    let out = hwwfc().args(["profile", "--plan", "--json", "--spec", "h200"]).args(args).output().unwrap();
+    let out = hwwfc().args(["profile", "--plan", "--json", "--spec", HOPPER_RUN_SPEC]).args(args).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -28,10 +28,10 @@ fn plan(args: &[&str]) -> serde_json::Value {
 #[test]
 fn the_plan_of_the_committed_hopper_run_is_what_it_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let (workloads, keys) = run3(dir.path());
+    let (workloads, keys) = hopper_run(dir.path());
     let w = workloads.to_str().unwrap();
     // Against the run's own folder: every record is there.
-    let done = plan(&["--workloads", w, "--out", repo().join("calib-data/h200/run3").to_str().unwrap()]);
+    let done = plan(&["--workloads", w, "--out", repo().join(HOPPER_RUN).to_str().unwrap()]);
     assert_eq!(done["records"].as_u64().unwrap() as usize, keys.len());
     assert_eq!(done["missing"], 0);
     assert_eq!(done["seconds"], 0.0);
@@ -57,8 +57,11 @@ fn the_plan_of_the_committed_hopper_run_is_what_it_measured() {
     let total: f64 = seconds.iter().sum();
     assert!(seconds.iter().all(|s| *s > total / 3.0 * 0.8), "{seconds:?}");
     // The table says the same.
-    let out =
-        hwwfc().args(["profile", "--plan", "--spec", "h200", "--workloads", w, "--out"]).arg(&empty).output().unwrap();
+    let out = hwwfc()
+        .args(["profile", "--plan", "--spec", HOPPER_RUN_SPEC, "--workloads", w, "--out"])
+        .arg(&empty)
+        .output()
+        .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains(&format!("{} records, {} missing", keys.len(), keys.len())), "{text}");
 }

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{line_key, plan_keys, repo, run3_lines, run3_meta_run, workloads_of};
+use common::{hopper_run_lines, hopper_run_meta, line_key, plan_keys, repo, workloads_of, HOPPER_RUN_SPEC};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -181,19 +181,19 @@ fn a_slurm_array_plans_the_shards_and_a_slurm_job_merges_them() {
         }
     };
     eprintln!("single-node Slurm up in {}", dir.path().display());
-    // The committed run 3: its workloads and records.
-    let lines = run3_lines();
+    // The committed Hopper run: its workloads and records.
+    let lines = hopper_run_lines();
     let workloads = workloads_of(&lines, dir.path());
     let out = dir.path().join("runs");
     let hwwfc = PathBuf::from(env!("CARGO_BIN_EXE_hwwfc"));
-    let spec = PathBuf::from("h200");
+    let spec = PathBuf::from(HOPPER_RUN_SPEC);
     let plan = PathBuf::from("1");
     let env = [("HWWFC", hwwfc.as_path()), ("WORKLOADS", &workloads), ("OUT", &out), ("SPEC", &spec), ("PLAN", &plan)];
 
     // The array: every task plans its shard.
     let deploy = repo().join("deploy/slurm");
     cluster.run(&deploy.join("profile.sbatch"), &[&format!("--array=0-{}", SHARDS - 1)], &env);
-    let meta = run3_meta_run();
+    let meta = hopper_run_meta();
     let mut dealt = HashSet::new();
     for i in 0..SHARDS {
         let path = out.join(format!("plan-{i}.json"));

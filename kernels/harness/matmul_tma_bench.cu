@@ -163,8 +163,9 @@ int main(int argc, char** argv) {
     CK(cuInit(0));
     CR(cudaSetDevice(0));
     CR(cudaFree(0));
-    int sms;
+    int sms, smem_max;
     CR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CR(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
     cublasHandle_t blas;
     cublasCreate(&blas);
 
@@ -287,6 +288,7 @@ int main(int argc, char** argv) {
                 CUfunction f = mods[i].second;
                 unsigned stage = (c.bm * 64 + 64 * c.bn) * 2;
                 unsigned smem = c.stages * stage + 16 * c.stages + 1024;
+                if (smem > (unsigned)smem_max) continue;  // more stages than shared memory holds
                 CK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
                 CUtensorMap ma = tensor_map(A, bf16, s.k, s.m, s.batch, 64, 64);
                 CUtensorMap mb = tensor_map(B, bf16, s.n, s.k, s.batch, 64, 64);

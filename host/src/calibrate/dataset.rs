@@ -7,6 +7,7 @@
 use crate::database::record::{Record, Source, Status};
 use crate::database::{run_folders, RunFolder};
 use crate::gpu::DeviceInfo;
+use crate::input::partition::Partition;
 use crate::input::workload_file::Workload;
 use anyhow::{bail, Result};
 use hwwfc_core::{Op, State};
@@ -57,16 +58,31 @@ impl WorkloadData {
 pub struct Dataset {
     /// The device, as the first run's metadata gives it.
     pub device: DeviceInfo,
+    /// The partition of the device every run measured on (none: the whole
+    /// device).
+    pub partition: Option<Partition>,
     /// The runs read, in order.
     pub runs: Vec<PathBuf>,
     /// Workloads in file order.
     pub workloads: Vec<WorkloadData>,
 }
 
+impl Dataset {
+    /// The device the records were measured on, with its partition if
+    /// they were measured on one.
+    pub fn device_label(&self) -> String {
+        match self.partition {
+            Some(p) => format!("{} ({p})", self.device.name),
+            None => self.device.name.clone(),
+        }
+    }
+}
+
 /// Reads the runs under `dir` (see [`run_folders`]).
 pub fn load(dir: &Path) -> Result<Dataset> {
     let folders: Vec<RunFolder> = run_folders(dir)?;
     let mut device: Option<(DeviceInfo, PathBuf)> = None;
+    let mut partition: Option<(Option<Partition>, PathBuf)> = None;
     let mut runs: Vec<Vec<Record>> = Vec::new();
     for folder in &folders {
         let d = &folder.path().to_path_buf();
@@ -86,13 +102,29 @@ pub fn load(dir: &Path) -> Result<Dataset> {
                 ),
                 Some(_) => {}
             }
+            match &partition {
+                None => partition = Some((r.partition, d.clone())),
+                Some((p, from)) if *p != r.partition => {
+                    let describe =
+                        |p: Option<Partition>| p.map_or_else(|| "the whole GPU".to_string(), |p| p.to_string());
+                    bail!(
+                        "records of two partitions: {} ({}) and {} ({}); fit one partition at a time",
+                        describe(*p),
+                        from.display(),
+                        describe(r.partition),
+                        d.display()
+                    )
+                }
+                Some(_) => {}
+            }
         }
         let _ = first;
         runs.push(folder.records()?);
     }
     let Some((device, _)) = device else { bail!("{}: no runs", dir.display()) };
     let runs_read = folders.iter().map(|f| f.path().to_path_buf()).collect();
-    Ok(Dataset { device, runs: runs_read, workloads: group(&runs) })
+    let partition = partition.and_then(|(p, _)| p);
+    Ok(Dataset { device, partition, runs: runs_read, workloads: group(&runs) })
 }
 
 /// Per configuration index: the state and each run's median time.

@@ -116,7 +116,7 @@ impl Report {
             .collect();
         let retest: Vec<f64> = rows.iter().filter_map(|r| r.retest_rho).collect();
         Report {
-            gpu: data.device.name.clone(),
+            gpu: data.device_label(),
             method,
             model: Means::of(model),
             baseline: Means::of(baseline),

@@ -35,7 +35,14 @@ pub fn load(dir: &Path, spec: Option<&str>) -> Result<Loaded> {
         None => crate::input::spec_file::builtin_for_device(&data.device.name)?,
     };
     let spec_name = base.name.to_string();
-    let spec = crate::gpu::device::device_limits(&base, &data.device);
+    let whole = crate::gpu::device::device_limits(&base, &data.device);
+    // Records of a partition are judged on the partition's spec.
+    let spec = match data.partition {
+        Some(p) => whole
+            .partition(Some(p.sms), Some(p.sram_per_block_bytes))
+            .map_err(|e| anyhow::anyhow!("{}: the records' partition: {e}", dir.display()))?,
+        None => whole,
+    };
     Ok(Loaded { data, spec, spec_name })
 }
 

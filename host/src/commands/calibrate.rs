@@ -31,6 +31,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 kernels: Vec::new(),
                 shard: None,
                 gpus: args.gpus.clone(),
+                partition: args.partition,
                 plan: false,
                 json: false,
             };

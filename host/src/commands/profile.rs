@@ -44,7 +44,10 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let label = args.label.clone().unwrap_or_else(|| {
         args.out.file_name().map_or_else(|| "run".to_string(), |n| n.to_string_lossy().into_owned())
     });
-    let planned_spec = spec.clone();
+    let planned_spec = match &spec {
+        Some(s) => Some(args.partition.apply(s)?.0),
+        None => None,
+    };
     let spec_for = Box::new(move |info: &crate::gpu::DeviceInfo| match &spec {
         Some(s) => Ok(s.clone()),
         None => spec_file::builtin_for_device(&info.name),
@@ -63,6 +66,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         kernels: args.kernels.iter().map(|k| k.trim().to_string()).collect(),
         shard: args.shard,
         gpus: args.gpus.clone(),
+        partition: args.partition,
         ..Options::new(args.gpu, workloads, args.out.clone(), spec_for, label)
     };
     if args.plan {

@@ -40,19 +40,19 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 loaded.coefficients,
                 md,
                 plots,
-                format!("Cost model on {} with {}", l.data.device.name, path.display()),
+                format!("Cost model on {} with {}", l.data.device_label(), path.display()),
             )
         }
         None if args.hold_out == HoldOut::Family => {
             let report = session::family_report(&l, families.as_deref().unwrap_or_default(), &FitOptions::default())?;
             let k = fit_all(&l)?;
-            let title = format!("Cost model on {}: held out by model family", l.data.device.name);
+            let title = format!("Cost model on {}: held out by model family", l.data.device_label());
             (report, k, args.data.join("REPORT-family.md"), args.data.join("plots-family"), title)
         }
         None => {
             let report = session::cross_validation_report(&l, &FitOptions::default())?;
             let k = fit_all(&l)?;
-            let title = format!("Cost model on {}: held-out evaluation", l.data.device.name);
+            let title = format!("Cost model on {}: held-out evaluation", l.data.device_label());
             (report, k, args.data.join("REPORT.md"), args.data.join("plots"), title)
         }
     };
@@ -65,7 +65,9 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         session::write_files(&l, &report, &k, &md, &plots, &title)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+        let mut json = report.to_json();
+        json["partition"] = serde_json::to_value(l.data.partition)?;
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         session::print(&report);
         if !args.no_files {

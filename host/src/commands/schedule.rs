@@ -11,7 +11,10 @@ use anyhow::Result;
 
 /// Runs the command.
 pub fn run(args: &ScheduleArgs) -> Result<()> {
-    let spec = spec_file::load(&args.spec)?;
+    let mut spec = spec_file::load(&args.spec)?;
+    let (cut, partition) = args.partition.apply(&spec.spec)?;
+    spec.spec = cut;
+    spec.partition = partition;
     let model = model_file::load(&args.model, args.seq)?;
     // Calibrated coefficients, where the binary has them for this spec,
     // unless a file is given.

@@ -47,6 +47,11 @@ pub struct RunMeta {
     /// --gpus`); `device` is the first of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<usize>,
+    /// The partition of the GPU the run measured on (`profile --sms`,
+    /// `--smem-kb`), the SMs as the driver made them; absent for the
+    /// whole GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<crate::input::partition::Partition>,
     /// What the run did, once finished.
     pub summary: Option<serde_json::Value>,
 }

@@ -54,6 +54,9 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     /// What the device is.
     pub info: DeviceInfo,
+    /// The SMs of the green context every launch runs in, if the device
+    /// was opened on a partition ([`Gpu::open_partition`]).
+    pub partition_sms: Option<u32>,
 }
 
 /// What a device is and what it allows, read from the driver.
@@ -98,6 +101,13 @@ impl Gpu {
     /// can be loaded at all (so that a machine without a GPU gets an error,
     /// not a panic).
     pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        Gpu::open_partition(ordinal, None)
+    }
+
+    /// Opens device `ordinal` as [`Gpu::open`] does, its launches confined
+    /// to a green context of `sms` SMs if given (the driver may round the
+    /// count up: `partition_sms` is what it made).
+    pub fn open_partition(ordinal: usize, sms: Option<u32>) -> Result<Gpu, GpuError> {
         // SAFETY: only tries to dlopen the driver library.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
             return Err(GpuError::NoDriver);
@@ -111,6 +121,13 @@ impl Gpu {
         if ordinal >= count.max(0) as usize {
             return Err(GpuError::NoDevice { ordinal, count });
         }
+        if let Some(sms) = sms {
+            let (ctx, stream, made) = super::green::open(ordinal, sms)?;
+            // SAFETY: as below, one stream carries everything.
+            unsafe { ctx.disable_event_tracking() };
+            let info = DeviceInfo::read(ordinal, &ctx)?;
+            return Ok(Gpu { ctx, stream, info, partition_sms: Some(made) });
+        }
         let ctx = CudaContext::new(ordinal).map_err(err)?;
         // One stream, and events only where we record them: cudarc's
         // per-buffer event tracking would add records around every launch.
@@ -119,7 +136,7 @@ impl Gpu {
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
         let info = DeviceInfo::read(ordinal, &ctx)?;
-        Ok(Gpu { ctx, stream, info })
+        Ok(Gpu { ctx, stream, info, partition_sms: None })
     }
 }
 

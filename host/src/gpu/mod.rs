@@ -3,6 +3,7 @@
 //! timing with CUDA events.
 //!
 //! - [`device`]: opening a device and reading what it is and allows;
+//! - [`green`]: green contexts, confined to some of a device's SMs;
 //! - [`source`]: the embedded CUDA files and their compilation (NVRTC);
 //! - [`launch`]: one typed launch per kernel signature, the only place
 //!   where kernel arguments are pushed;
@@ -16,6 +17,7 @@
 
 pub mod blas;
 pub mod device;
+pub mod green;
 pub mod launch;
 pub mod source;
 pub mod support;

@@ -65,6 +65,8 @@ pub struct LoadedSpec {
     pub notes: Option<String>,
     /// Where it was read from.
     pub origin: Origin,
+    /// The partition the spec was cut to (`--sms`, `--smem-kb`), if any.
+    pub partition: Option<super::partition::Partition>,
 }
 
 /// Whether a command-line argument names a file rather than a built-in.
@@ -112,7 +114,7 @@ pub fn from_json(value: serde_json::Value, origin: Origin) -> Result<LoadedSpec>
         bail!("{origin}: field `source`: must not be empty");
     }
     spec.validate().map_err(|e| anyhow!("{origin}: invalid spec: {e}"))?;
-    Ok(LoadedSpec { spec, source, notes, origin })
+    Ok(LoadedSpec { spec, source, notes, origin, partition: None })
 }
 
 /// The built-in spec whose name appears in a device's name, such as `h200`

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! spec, model            names; spec_origin, spec_source, spec_notes, model_origin, seq (null for a file),
-//!                        coefficients ("default" or the file)
+//!                        coefficients ("default" or the file); partition (null, or
+//!                        sms, of_sms, sram_per_block_bytes, of_sram_per_block_bytes)
 //! layers[]               name, kind, op (the shape: m n k batch | rows cols, dtype),
 //!                        tile_m tile_n tile_k warps_m warps_n stages split_k pingpong placement layout,
 //!                        state_index, unary_us, transition_us,
@@ -130,6 +131,7 @@ pub struct ScheduleJson {
     spec_origin: String,
     spec_source: String,
     spec_notes: Option<String>,
+    partition: Option<crate::input::partition::Partition>,
     model: String,
     model_origin: String,
     seq: Option<u32>,
@@ -204,6 +206,7 @@ pub fn report(v: &ScheduleView<'_>) -> ScheduleJson {
         spec_origin,
         spec_source: v.spec.source.clone(),
         spec_notes: v.spec.notes.clone(),
+        partition: v.spec.partition,
         model: v.model.name.clone(),
         model_origin,
         seq,

@@ -69,10 +69,11 @@ pub fn render(v: &ScheduleView<'_>) -> String {
     };
     let _ = writeln!(
         out,
-        "model {} ({} layers{seq}) on {} ({} space), {} coefficients\n",
+        "model {} ({} layers{seq}) on {}{} ({} space), {} coefficients\n",
         v.model.name,
         v.model.graph.len(),
         v.spec.spec.name,
+        v.spec.partition.map(|p| format!(" partition: {p}")).unwrap_or_default(),
         match v.spec.spec.space {
             hwwfc_core::space::SpaceKind::Tiles => "tiles",
             hwwfc_core::space::SpaceKind::Cuda => "cuda",

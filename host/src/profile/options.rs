@@ -79,6 +79,8 @@ pub struct Options {
     pub shard: Option<Shard>,
     /// The GPUs that measure, one worker each (`None`: `gpu` alone).
     pub gpus: Option<GpuList>,
+    /// The partition of the GPU to measure on (none: the whole GPU).
+    pub partition: crate::input::partition::PartitionArgs,
     /// Also time the vendor's library (cuBLAS) on every workload of a
     /// family that has it as a baseline.
     pub cublas: bool,
@@ -108,6 +110,7 @@ impl Options {
             kernels: Vec::new(),
             shard: None,
             gpus: None,
+            partition: crate::input::partition::PartitionArgs::default(),
             cublas: false,
             interleave: false,
         }
@@ -139,6 +142,7 @@ impl Options {
             kernels: self.kernels.clone(),
             shard: self.shard.map(|s| s.to_string()),
             gpus: Vec::new(),
+            partition: None,
             summary: None,
         }
     }

@@ -18,6 +18,7 @@ use crate::gpu::device::{device_limits, nvidia_smi};
 use crate::gpu::support::SEED;
 use crate::gpu::timer::Timer;
 use crate::gpu::Gpu;
+use crate::input::partition::{Partition, PartitionArgs};
 use crate::input::workload_file::Workload;
 use anyhow::{anyhow, bail, Result};
 use std::sync::Mutex;
@@ -30,9 +31,16 @@ pub fn run(opts: &Options) -> Result<Summary> {
     // What a resumed run would read is checked before the GPU is opened.
     folder.check()?;
     let ordinals = devices(opts)?;
-    let gpu = Gpu::open(ordinals[0])?;
+    if ordinals.len() > 1 && opts.partition.is_some() {
+        bail!("--sms and --smem-kb measure on one GPU: give one GPU (--gpu or --gpus N)");
+    }
+    let gpu = Gpu::open_partition(ordinals[0], opts.partition.sms)?;
     one_model(&gpu, &ordinals)?;
-    let spec = device_limits(&(opts.spec_for)(&gpu.info)?, &gpu.info);
+    let whole = device_limits(&(opts.spec_for)(&gpu.info)?, &gpu.info);
+    // The SMs the driver made, and the budget asked for.
+    let made = PartitionArgs { sms: gpu.partition_sms, smem_kb: opts.partition.smem_kb };
+    let (spec, partition) = made.apply(&whole)?;
+    same_partition(&folder, partition)?;
     folder.create()?;
     let mut log = folder.writer()?;
     let mut summary = Summary { resumed: log.resumed, repaired_bytes: log.repaired_bytes, ..Summary::default() };
@@ -47,6 +55,7 @@ pub fn run(opts: &Options) -> Result<Summary> {
     }
 
     let mut meta = opts.run_meta(&gpu, &spec, SEED);
+    meta.partition = partition;
     if ordinals.len() > 1 {
         meta.gpus = ordinals.clone();
     }
@@ -96,6 +105,25 @@ pub fn run(opts: &Options) -> Result<Summary> {
     summary.seconds = started.elapsed().as_secs_f64();
     folder.finish_run(run_index, &summary, nvidia_smi(ordinals[0]))?;
     Ok(summary)
+}
+
+/// Refuses to resume a run folder measured on another partition (or on
+/// the whole GPU when a partition is asked for, or the other way round):
+/// a folder holds one partition's records.
+fn same_partition(folder: &RunFolder, partition: Option<Partition>) -> Result<()> {
+    let describe = |p: Option<Partition>| p.map_or_else(|| "the whole GPU".to_string(), |p| p.to_string());
+    for run in folder.meta()?.runs {
+        if run.partition != partition {
+            bail!(
+                "{}: its run `{}` measured on {}, this one would measure on {}: use another folder",
+                folder.path().display(),
+                run.run,
+                describe(run.partition),
+                describe(partition)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Measures `plan` on the GPUs `ordinals` (of the model of `spec`, whose

@@ -57,16 +57,24 @@ pub fn repo() -> PathBuf {
 /// A record's key as its JSON line names it: source, workload, configuration index.
 pub type LineKey = (String, String, u64);
 
-/// The lines of the committed Hopper run (`calib-data/h200/run3`).
-pub fn run3_lines() -> Vec<String> {
+/// The committed run that measured every configuration the current tables
+/// offer on a Hopper GPU (both matmul families, split-K and ping-pong
+/// included), relative to the repository's root.
+pub const HOPPER_RUN: &str = "calib-data/h100/run1";
+
+/// The built-in spec of the GPU that measured [`HOPPER_RUN`].
+pub const HOPPER_RUN_SPEC: &str = "h100";
+
+/// The record lines of [`HOPPER_RUN`].
+pub fn hopper_run_lines() -> Vec<String> {
     use std::io::BufRead;
-    let gz = std::fs::File::open(repo().join("calib-data/h200/run3/records.jsonl.gz")).unwrap();
+    let gz = std::fs::File::open(repo().join(HOPPER_RUN).join("records.jsonl.gz")).unwrap();
     std::io::BufReader::new(flate2::read::GzDecoder::new(gz)).lines().map(|l| l.unwrap()).collect()
 }
 
-/// The one run of the committed Hopper run's metadata.
-pub fn run3_meta_run() -> Value {
-    let text = std::fs::read_to_string(repo().join("calib-data/h200/run3/meta.json")).unwrap();
+/// The one run of [`HOPPER_RUN`]'s metadata.
+pub fn hopper_run_meta() -> Value {
+    let text = std::fs::read_to_string(repo().join(HOPPER_RUN).join("meta.json")).unwrap();
     serde_json::from_str::<Value>(&text).unwrap()["runs"][0].clone()
 }
 
@@ -78,14 +86,14 @@ pub fn line_key(line: &str) -> LineKey {
 }
 
 /// Writes the workloads of `lines` (in the corpus file's order) as
-/// `run3.json` in `dir`; returns its path.
+/// `workloads.json` in `dir`; returns its path.
 pub fn workloads_of(lines: &[String], dir: &Path) -> PathBuf {
     let names: std::collections::HashSet<String> = lines.iter().map(|l| line_key(l).1).collect();
     let text = std::fs::read_to_string(repo().join("calib-data/workloads.json")).unwrap();
     let all: Vec<Value> = serde_json::from_str(&text).unwrap();
     let mine: Vec<&Value> = all.iter().filter(|w| names.contains(w["name"].as_str().unwrap())).collect();
     assert_eq!(mine.len(), names.len());
-    let path = dir.join("run3.json");
+    let path = dir.join("workloads.json");
     std::fs::write(&path, serde_json::to_string(&mine).unwrap()).unwrap();
     path
 }

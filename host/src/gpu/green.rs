@@ -1,0 +1,78 @@
+//! Green contexts: a context, and a stream, confined to some of a device's
+//! SMs (`cuDevSmResourceSplitByCount`, `cuGreenCtxCreate`), so that every
+//! kernel the profiler launches, cuBLAS's included, runs on that partition.
+//!
+//! The driver rounds the SMs asked for to its granularity; [`open`] returns
+//! the count it made, which is what the records and the spec must carry.
+
+use super::device::GpuError;
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaStream};
+use std::sync::Arc;
+
+fn check(r: sys::CUresult, what: &str) -> Result<(), GpuError> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(GpuError::Driver(format!("{what}: {r:?}")))
+    }
+}
+
+/// A green context of at least `sms` SMs on device `ordinal` (the driver
+/// has been initialized): its context, a stream in it, and the SMs it has.
+pub fn open(ordinal: usize, sms: u32) -> Result<(Arc<CudaContext>, Arc<CudaStream>, u32), GpuError> {
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: writes one device handle.
+    check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as i32) }, "cuDeviceGet")?;
+    // SAFETY: the resource structs are plain C data, zero a valid start.
+    let mut all: sys::CUdevResource = unsafe { std::mem::zeroed() };
+    // SAFETY: writes one resource description of the device.
+    check(
+        unsafe { sys::cuDeviceGetDevResource(dev, &mut all, sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM) },
+        "cuDeviceGetDevResource",
+    )?;
+    // SAFETY: `all` was written by the driver as an SM resource.
+    let available = unsafe { all.__bindgen_anon_1.sm.smCount };
+    if sms > available {
+        return Err(GpuError::Driver(format!("a green context of {sms} SMs: the device has {available}")));
+    }
+    // SAFETY: as above.
+    let mut part: sys::CUdevResource = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut rest: sys::CUdevResource = unsafe { std::mem::zeroed() };
+    let mut groups: u32 = 1;
+    // SAFETY: one group asked for, one result slot given.
+    check(
+        unsafe { sys::cuDevSmResourceSplitByCount(&mut part, &mut groups, &all, &mut rest, 0, sms) },
+        "cuDevSmResourceSplitByCount",
+    )?;
+    if groups != 1 {
+        return Err(GpuError::Driver(format!("the driver could not split off {sms} of {available} SMs")));
+    }
+    // SAFETY: written by the driver as an SM resource.
+    let made = unsafe { part.__bindgen_anon_1.sm.smCount };
+    let mut desc: sys::CUdevResourceDesc = std::ptr::null_mut();
+    // SAFETY: one resource in, one descriptor out.
+    check(unsafe { sys::cuDevResourceGenerateDesc(&mut desc, &mut part, 1) }, "cuDevResourceGenerateDesc")?;
+    let mut green: sys::CUgreenCtx = std::ptr::null_mut();
+    let flags = sys::CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM as u32;
+    // SAFETY: a descriptor the driver made for this device.
+    check(unsafe { sys::cuGreenCtxCreate(&mut green, desc, dev, flags) }, "cuGreenCtxCreate")?;
+    let mut raw: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: `green` is a live green context.
+    check(unsafe { sys::cuCtxFromGreenCtx(&mut raw, green) }, "cuCtxFromGreenCtx")?;
+    // SAFETY: `raw` is a live context of device `dev`.
+    let ctx =
+        unsafe { CudaContext::from_raw_context(ordinal, dev, raw) }.map_err(|e| GpuError::Driver(format!("{e:?}")))?;
+    // The green context lives as long as the process: the wrapper would
+    // destroy its context as a plain one, so it is never dropped.
+    std::mem::forget(ctx.clone());
+    let mut raw_stream: sys::CUstream = std::ptr::null_mut();
+    let non_blocking = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+    // SAFETY: a stream of the live green context.
+    check(unsafe { sys::cuGreenCtxStreamCreate(&mut raw_stream, green, non_blocking, 0) }, "cuGreenCtxStreamCreate")?;
+    // SAFETY: the stream belongs to `ctx`'s green context and is never
+    // destroyed (it lives as long as the process, like the context).
+    let stream = unsafe { ctx.wrap_borrowed_stream(raw_stream) };
+    Ok((ctx, stream, made))
+}

@@ -1,0 +1,143 @@
+//! `hwwfc schedule --sms N --smem-kb K`: a partition of the spec's GPU,
+//! scheduled with the whole GPU's coefficients, and the partitions refused.
+
+mod common;
+
+use common::{schedule_error, schedule_json};
+
+fn total(v: &serde_json::Value) -> f64 {
+    v["exact_cost"].as_f64().unwrap()
+}
+
+#[test]
+fn a_partition_is_scheduled_with_its_own_limits() {
+    let model = ["--spec", "h200", "--model", "llama3-8b-block"];
+    let whole = schedule_json(&model);
+    assert!(whole["partition"].is_null());
+    let mut last = total(&whole);
+    for sms in ["64", "32", "16"] {
+        let part = schedule_json(&[&model[..], &["--sms", sms]].concat());
+        assert_eq!(part["partition"]["sms"], sms.parse::<u32>().unwrap());
+        assert_eq!(part["partition"]["of_sms"], 132);
+        assert!(total(&part) > last, "{sms} SMs: {} us, not above {last} us", total(&part));
+        last = total(&part);
+        // The same coefficients: the whole GPU's, built in.
+        assert_eq!(part["coefficients"], whole["coefficients"]);
+    }
+    // A 64 KiB budget removes the matmul states that stage more (a softmax
+    // stages little), and every layer still has one.
+    let small = schedule_json(&[&model[..], &["--smem-kb", "64"]].concat());
+    assert_eq!(small["partition"]["sram_per_block_bytes"], 65536);
+    for (a, b) in small["layers"].as_array().unwrap().iter().zip(whole["layers"].as_array().unwrap()) {
+        if a["kind"] != "matmul" {
+            continue;
+        }
+        assert!(a["states_left"].as_u64().unwrap() > 0);
+        assert!(a["states_left"].as_u64() < b["states_left"].as_u64(), "{}", a["name"]);
+        assert!(a["removed"]["sram_capacity"].as_u64() > b["removed"]["sram_capacity"].as_u64());
+    }
+    assert!(total(&small) >= total(&whole));
+}
+
+#[test]
+fn impossible_partitions_are_refused_in_one_line() {
+    let e = schedule_error(&["--spec", "h200", "--sms", "0"]);
+    assert!(e.contains("at least one SM"), "{e}");
+    let e = schedule_error(&["--spec", "h200", "--sms", "200"]);
+    assert!(e.contains("spec `h200`") && e.contains("200 SMs") && e.contains("132"), "{e}");
+    let e = schedule_error(&["--spec", "h200", "--smem-kb", "300"]);
+    assert!(e.contains("307200 bytes") && e.contains("232448"), "{e}");
+    let e = schedule_error(&["--spec", "h200", "--smem-kb", "0"]);
+    assert!(e.contains("more than 0 bytes"), "{e}");
+}
+
+/// `profile --plan --json` on the committed Hopper run's workloads, into an
+/// empty folder, with `extra` arguments.
+fn plan(dir: &std::path::Path, extra: &[&str]) -> serde_json::Value {
+    let workloads = common::workloads_of(&common::hopper_run_lines(), dir);
+    let out = common::hwwfc()
+        .args(["profile", "--plan", "--json", "--spec", common::HOPPER_RUN_SPEC, "--workloads"])
+        .arg(&workloads)
+        .arg("--out")
+        .arg(dir.join("empty"))
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_profile_plan_on_a_partition_measures_what_fits_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = plan(dir.path(), &[]);
+    let count = |p: &serde_json::Value| p["records"].as_u64().unwrap();
+    let seconds = |p: &serde_json::Value| p["seconds"].as_f64().unwrap();
+    // Fewer SMs: the same configurations, each predicted slower.
+    let few = plan(dir.path(), &["--sms", "16"]);
+    assert_eq!(count(&few), count(&whole));
+    assert!(seconds(&few) > 2.0 * seconds(&whole), "{} s on 16 SMs, {} s on all", seconds(&few), seconds(&whole));
+    // A 64 KiB budget: what stages more is not measured.
+    let small = plan(dir.path(), &["--smem-kb", "64"]);
+    assert!(
+        count(&small) < count(&whole) && count(&small) > count(&whole) / 10,
+        "{} of {}",
+        count(&small),
+        count(&whole)
+    );
+    assert!(common::plan_keys(&small).is_subset(&common::plan_keys(&whole)));
+}
+
+/// A copy of the committed Hopper run under `dir/name`, its metadata
+/// saying it measured on `partition` (JSON null: the whole GPU).
+fn copy_run(dir: &std::path::Path, name: &str, partition: serde_json::Value) -> std::path::PathBuf {
+    let from = common::repo().join(common::HOPPER_RUN);
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    std::fs::copy(from.join("records.jsonl.gz"), to.join("records.jsonl.gz")).unwrap();
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(from.join("meta.json")).unwrap()).unwrap();
+    if !partition.is_null() {
+        for run in meta["runs"].as_array_mut().unwrap() {
+            run["partition"] = partition.clone();
+        }
+    }
+    std::fs::write(to.join("meta.json"), serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    to
+}
+
+fn report(data: &std::path::Path) -> std::process::Output {
+    common::hwwfc()
+        .args(["report", "--json", "--no-files", "--allow-other-gpu", "--data"])
+        .arg(data)
+        .arg("--coefficients")
+        .arg(common::repo().join("calib-data/h200/coefficients.json"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn records_of_a_partition_are_judged_on_its_spec_and_never_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sixteen = serde_json::json!({
+        "sms": 16, "of_sms": 132, "sram_per_block_bytes": 232448, "of_sram_per_block_bytes": 232448
+    });
+    let whole = copy_run(dir.path(), "whole", serde_json::Value::Null);
+    let part = copy_run(dir.path(), "part", sixteen.clone());
+    let judged = |data: &std::path::Path| {
+        let out = report(data);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let on_whole = judged(&whole);
+    let on_part = judged(&part);
+    assert!(on_whole["partition"].is_null());
+    assert_eq!(on_part["partition"], sixteen);
+    // The same times judged on a spec of 16 SMs rank differently.
+    assert_ne!(on_whole["mean_rho"], on_part["mean_rho"]);
+    // Both in one data folder: refused, naming both.
+    let out = report(dir.path());
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("two partitions") && e.contains("16 of 132 SMs") && e.contains("the whole GPU"), "{e}");
+}
