@@ -6,7 +6,7 @@
 use crate::constraint::{self, Constraint, CONSTRAINT_COUNT};
 use crate::cost::{self, Coefficients};
 use crate::domain::Domain;
-use crate::graph::{Graph, GraphError};
+use crate::graph::{Edge, Graph, GraphError, MAX_INPUTS};
 use crate::layer::Op;
 use crate::problem::Problem;
 use crate::propagate;
@@ -106,16 +106,52 @@ impl<const W: usize> LayerPlan<W> {
     }
 }
 
+/// A value per edge of a graph of at most `L` layers: rows of
+/// [`MAX_INPUTS`], so that edge `e` is at row `e / MAX_INPUTS`, column
+/// `e % MAX_INPUTS`, and every edge of such a graph fits.
+#[derive(Clone, Debug)]
+struct PerEdge<T, const L: usize> {
+    rows: heapless::Vec<[T; MAX_INPUTS], L>,
+    len: usize,
+}
+
+impl<T: Copy, const L: usize> PerEdge<T, L> {
+    const fn new() -> Self {
+        PerEdge { rows: heapless::Vec::new(), len: 0 }
+    }
+
+    fn push(&mut self, v: T) -> Result<(), BuildError> {
+        let (row, col) = (self.len / MAX_INPUTS, self.len % MAX_INPUTS);
+        if col == 0 {
+            self.rows.push([v; MAX_INPUTS]).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+        }
+        let slot =
+            self.rows.get_mut(row).and_then(|r| r.get_mut(col)).ok_or(BuildError::TooManyLayers { capacity: L })?;
+        *slot = v;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn get(&self, e: usize) -> Option<T> {
+        if e >= self.len {
+            return None;
+        }
+        self.rows.get(e / MAX_INPUTS).and_then(|r| r.get(e % MAX_INPUTS)).copied()
+    }
+}
+
 /// A graph scheduled on a spec: per-layer domains after the hard
 /// constraints (unary ones, then arc-consistent adjacency), unary costs from
-/// the cost model, and per-edge rewrite costs. At most `L` layers with at
-/// most `64 * W` candidate states each.
+/// the cost model, and per-edge rewrite costs, over the graph's edges. At
+/// most `L` layers with at most `64 * W` candidate states each.
 #[derive(Clone, Debug)]
 pub struct ScheduleProblem<const L: usize, const W: usize> {
     layers: heapless::Vec<LayerPlan<W>, L>,
-    rewrite: heapless::Vec<f32, L>,
-    adjacency: heapless::Vec<bool, L>,
-    free: heapless::Vec<bool, L>,
+    edges: PerEdge<Edge, L>,
+    chain: bool,
+    rewrite: PerEdge<f32, L>,
+    adjacency: PerEdge<bool, L>,
+    free: PerEdge<bool, L>,
 }
 
 impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
@@ -125,36 +161,44 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
         spec.validate().map_err(BuildError::Spec)?;
         graph.validate().map_err(BuildError::Graph)?;
         k.validate().map_err(BuildError::Coefficient)?;
-        let n = graph.len();
         let mut layers: heapless::Vec<LayerPlan<W>, L> = heapless::Vec::new();
         for (i, layer) in graph.layers().iter().enumerate() {
-            let plan = Self::plan_layer(i, n, &layer.op, spec, k)?;
+            // A layer with no inputs reads the model's input, and one that
+            // no layer reads writes the model's output.
+            let ends = (graph.inputs(i).is_empty(), !graph.has_consumers(i));
+            let plan = Self::plan_layer(i, ends, &layer.op, spec, k)?;
             layers.push(plan).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
         }
-        let mut rewrite = heapless::Vec::new();
-        let mut adjacency = heapless::Vec::new();
+        let mut edges = PerEdge::new();
+        let mut rewrite = PerEdge::new();
+        let mut adjacency = PerEdge::new();
         for edge in graph.edges() {
             let (Some(a), Some(b)) = (layers.get(edge.from), layers.get(edge.to)) else {
-                continue;
+                // Not reached: a validated graph's edges join its layers.
+                return Err(BuildError::Graph(GraphError::InputNotEarlier { layer: edge.to, input: edge.from }));
             };
             let bytes = a.op.output_bytes();
-            rewrite.push(cost::rewrite_cost(spec, k, bytes)).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+            edges.push(edge)?;
+            rewrite.push(cost::rewrite_cost(spec, k, bytes))?;
             let tiled = a.domain.iter().any(|s| a.state(s).is_some_and(|s| s.layout == Layout::Tiled));
             let dram = b.domain.iter().any(|s| b.state(s).is_some_and(|s| s.placement == Placement::Dram));
-            adjacency.push(tiled && dram).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+            adjacency.push(tiled && dram)?;
         }
-        let mut problem = ScheduleProblem { layers, rewrite, adjacency, free: heapless::Vec::new() };
+        let chain = graph.is_chain();
+        let mut problem = ScheduleProblem { layers, edges, chain, rewrite, adjacency, free: PerEdge::new() };
         problem.enforce_adjacency()?;
-        for edge in 0..problem.layers.len().saturating_sub(1) {
+        for edge in 0..problem.edges.len {
             let free = problem.compute_free(edge);
-            problem.free.push(free).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+            problem.free.push(free)?;
         }
         Ok(problem)
     }
 
+    /// Plans layer `i`; `(reads_input, writes_output)` say whether it reads
+    /// the model's input and writes its output (row-major in DRAM).
     fn plan_layer(
         i: usize,
-        n: usize,
+        (reads_input, writes_output): (bool, bool),
         op: &Op,
         spec: &HardwareSpec,
         k: &Coefficients,
@@ -189,10 +233,10 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
                     let mut c = cost::unary_cost(spec, k, op, state);
                     // The model's input and output are row-major in DRAM.
                     if state.layout != Layout::RowMajor {
-                        if i == 0 {
+                        if reads_input {
                             c += cost::rewrite_cost(spec, k, cost::input_bytes(op));
                         }
-                        if i + 1 == n {
+                        if writes_output {
                             c += cost::rewrite_cost(spec, k, op.output_bytes());
                         }
                     }
@@ -254,8 +298,9 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
     }
 
     fn pair(&self, edge: usize, from: StateIndex, to: StateIndex) -> Option<(&State, &State)> {
-        let a = self.layers.get(edge)?.state(from)?;
-        let b = self.layers.get(edge + 1)?.state(to)?;
+        let ends = self.edges.get(edge)?;
+        let a = self.layers.get(ends.from)?.state(from)?;
+        let b = self.layers.get(ends.to)?.state(to)?;
         Some((a, b))
     }
 }
@@ -269,20 +314,32 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
         self.layers.get(layer).map(|l| l.domain).unwrap_or(Domain::EMPTY)
     }
 
+    fn edge_count(&self) -> usize {
+        self.edges.len
+    }
+
+    fn edge(&self, edge: usize) -> Option<Edge> {
+        self.edges.get(edge)
+    }
+
+    fn is_chain(&self) -> bool {
+        self.chain
+    }
+
     fn unary(&self, layer: usize, state: StateIndex) -> f32 {
         self.layers.get(layer).map(|l| l.unary(state)).unwrap_or(f32::INFINITY)
     }
 
     fn transition(&self, edge: usize, from: StateIndex, to: StateIndex) -> f32 {
         match self.pair(edge, from, to) {
-            Some((a, b)) if cost::needs_rewrite(a, b) => self.rewrite.get(edge).copied().unwrap_or(f32::INFINITY),
+            Some((a, b)) if cost::needs_rewrite(a, b) => self.rewrite.get(edge).unwrap_or(f32::INFINITY),
             Some(_) => 0.0,
             None => f32::INFINITY,
         }
     }
 
     fn compatible(&self, edge: usize, from: StateIndex, to: StateIndex) -> bool {
-        if !self.adjacency.get(edge).copied().unwrap_or(true) {
+        if !self.adjacency.get(edge).unwrap_or(true) {
             return self.pair(edge, from, to).is_some();
         }
         self.pair(edge, from, to).is_some_and(|(a, b)| constraint::compatible(a, b))
@@ -290,12 +347,12 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
 
     fn step(&self, edge: usize, from: StateIndex, to: StateIndex) -> Option<f32> {
         let (a, b) = self.pair(edge, from, to)?;
-        let checked = self.adjacency.get(edge).copied().unwrap_or(true);
+        let checked = self.adjacency.get(edge).unwrap_or(true);
         if checked && !constraint::compatible(a, b) {
             return None;
         }
         if cost::needs_rewrite(a, b) {
-            self.rewrite.get(edge).copied()
+            self.rewrite.get(edge)
         } else {
             Some(0.0)
         }
@@ -307,17 +364,20 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
     }
 
     fn edge_is_free(&self, edge: usize) -> bool {
-        self.free.get(edge).copied().unwrap_or(false)
+        self.free.get(edge).unwrap_or(false)
     }
 }
 
 impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
     /// Free when no surviving pair needs a rewrite and none is forbidden.
     fn compute_free(&self, edge: usize) -> bool {
-        if self.adjacency.get(edge).copied().unwrap_or(true) {
+        if self.adjacency.get(edge).unwrap_or(true) {
             return false;
         }
-        let (Some(a), Some(b)) = (self.layers.get(edge), self.layers.get(edge + 1)) else {
+        let Some(ends) = self.edges.get(edge) else {
+            return false;
+        };
+        let (Some(a), Some(b)) = (self.layers.get(ends.from), self.layers.get(ends.to)) else {
             return false;
         };
         let all_row =

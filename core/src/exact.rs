@@ -1,11 +1,15 @@
 //! The exact solver: Viterbi dynamic programming over the chain.
 //!
+//! A problem that is not a chain goes to the DAG solver
+//! ([`crate::exact_dag`]) with its default budget of cutset assignments.
+//!
 //! `best[i][b]` is the cheapest cost of layers `0..=i` ending in state `b`;
 //! each layer relaxes every compatible pair once, so the work is
 //! `sum |D_i| * |D_{i+1}|` and the answer is optimal. Ties go to the lower
 //! state index at every layer, so the result is deterministic.
 
 use crate::domain::Domain;
+use crate::exact_dag;
 use crate::problem::Problem;
 use crate::propagate;
 use crate::solution::{precheck, Solution, SolveError};
@@ -19,8 +23,21 @@ pub struct ExactStats {
     pub relaxations: u32,
 }
 
-/// The optimal schedule of a chain of at most `L` layers.
+/// The optimal schedule of a chain of at most `L` layers; of another DAG,
+/// [`exact_dag::solve`] with [`exact_dag::DEFAULT_BUDGET`] (its relaxations
+/// counted here, saturating).
 pub fn solve<P: Problem<W>, const L: usize, const W: usize>(p: &P) -> Result<(Solution<L>, ExactStats), SolveError> {
+    if !p.is_chain() {
+        let (s, st) = exact_dag::solve_general::<P, L, W>(p, exact_dag::DEFAULT_BUDGET)?;
+        return Ok((s, ExactStats { relaxations: u32::try_from(st.relaxations).unwrap_or(u32::MAX) }));
+    }
+    solve_chain::<P, L, W>(p)
+}
+
+/// Viterbi on a chain.
+pub(crate) fn solve_chain<P: Problem<W>, const L: usize, const W: usize>(
+    p: &P,
+) -> Result<(Solution<L>, ExactStats), SolveError> {
     let n = precheck::<P, L, W>(p)?;
     let mut stats = ExactStats::default();
     // back[i][b]: the best predecessor of state b at layer i.

@@ -26,7 +26,7 @@
 //! | module | holds |
 //! | --- | --- |
 //! | [`spec`] | hardware limits and rates, validated |
-//! | [`layer`], [`graph`] | operators and shapes; the chain of layers |
+//! | [`layer`], [`graph`] | operators and shapes; the DAG of layers |
 //! | [`state`], [`space`] | candidate states and the constant tables of them |
 //! | [`domain`] | fixed-capacity bitsets of states |
 //! | [`resource`], [`constraint`] | what a state uses; the rules that remove states |
@@ -34,7 +34,7 @@
 //! | [`propagate`] | arc-consistent propagation of the adjacency rule |
 //! | [`cost`] | the cost model and its coefficients |
 //! | [`built`] | the problem built from a graph, a spec and the cost model ([`ScheduleProblem`]) |
-//! | [`wfc`], [`exact`], [`exhaustive`] | the solvers |
+//! | [`wfc`], [`exact`], [`exact_dag`], [`exhaustive`] | the solvers |
 //! | [`solution`], [`schedule`], [`wire`] | results and their byte encoding |
 //! | [`models`], [`presets`] | built-in models and specs |
 
@@ -59,6 +59,7 @@ pub mod cost;
 pub mod domain;
 pub mod dtype;
 pub mod exact;
+pub mod exact_dag;
 pub mod exhaustive;
 pub mod graph;
 pub mod layer;

@@ -1,12 +1,25 @@
-//! Arc-consistent propagation of the adjacency constraint along a chain.
+//! Arc-consistent propagation of the adjacency constraint.
 //!
-//! A state survives only if each neighbouring layer still has a state it
-//! may follow (or precede). On a chain, one forward and one backward sweep
-//! make every edge arc-consistent; after a change at one layer, sweeps
-//! outwards from it restore consistency, stopping where nothing changes.
+//! A state survives only if each neighbouring layer (every layer it shares
+//! an edge with) still has a state it may follow (or precede).
+//!
+//! On a chain, one forward and one backward sweep make every edge
+//! arc-consistent; after a change at one layer, sweeps outwards from it
+//! restore consistency, stopping where nothing changes.
+//!
+//! On any other DAG, propagation is AC-3 over layers: a worklist (a
+//! fixed-capacity bitset) holds the layers whose domains changed, and each
+//! one taken from it (lowest index first) revises every neighbour across
+//! every edge they share; a neighbour that loses a state joins the
+//! worklist. At the fixpoint every state has a support on every edge. The
+//! bitset tracks [`TRACKED_LAYERS`] layers; layers beyond it count as
+//! always changed, which costs revisions but not correctness.
 
 use crate::domain::Domain;
-use crate::problem::Problem;
+use crate::problem::{incident, Edge, Problem};
+
+/// Layers the worklist of the DAG propagation tracks one by one.
+pub const TRACKED_LAYERS: usize = 256;
 
 /// How far a change is propagated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,8 +42,8 @@ pub struct Revisions {
     pub removed: u32,
 }
 
-/// States of layer `edge + 1` (in `to`) with a compatible predecessor in
-/// `from` (a domain of layer `edge`).
+/// States of the consumer of `edge` (in `to`) with a compatible
+/// predecessor in `from` (a domain of its producer).
 pub fn supported_successors<P: Problem<W>, const W: usize>(
     p: &P,
     edge: usize,
@@ -46,8 +59,8 @@ pub fn supported_successors<P: Problem<W>, const W: usize>(
     out
 }
 
-/// States of layer `edge` (in `from`) with a compatible successor in `to`
-/// (a domain of layer `edge + 1`).
+/// States of the producer of `edge` (in `from`) with a compatible
+/// successor in `to` (a domain of its consumer).
 pub fn supported_predecessors<P: Problem<W>, const W: usize>(
     p: &P,
     edge: usize,
@@ -63,7 +76,7 @@ pub fn supported_predecessors<P: Problem<W>, const W: usize>(
     out
 }
 
-/// Revises layer `target` against its neighbour `source` (adjacent).
+/// Revises layer `target` against its neighbour `source` on a chain.
 /// Returns whether `target` changed; `Err(target)` if it became empty.
 fn revise<P: Problem<W>, const W: usize>(
     p: &P,
@@ -72,15 +85,30 @@ fn revise<P: Problem<W>, const W: usize>(
     target: usize,
     stats: &mut Revisions,
 ) -> Result<bool, usize> {
+    let edge = source.min(target);
+    revise_edge(p, domains, edge, Edge { from: edge, to: edge + 1 }, target, stats)
+}
+
+/// Revises layer `target`, one end of `edge` (which joins the layers of
+/// `ends`), against the other end. Returns whether `target` changed;
+/// `Err(target)` if it became empty.
+fn revise_edge<P: Problem<W>, const W: usize>(
+    p: &P,
+    domains: &mut [Domain<W>],
+    edge: usize,
+    ends: Edge,
+    target: usize,
+    stats: &mut Revisions,
+) -> Result<bool, usize> {
+    let source = if target == ends.to { ends.from } else { ends.to };
     let (Some(&src), Some(&dst)) = (domains.get(source), domains.get(target)) else {
         return Ok(false);
     };
     stats.revisions += 1;
-    let edge = source.min(target);
     if p.edge_is_free(edge) {
         return Ok(false);
     }
-    let new = if target > source {
+    let new = if target == ends.to {
         supported_successors(p, edge, &src, &dst)
     } else {
         supported_predecessors(p, edge, &dst, &src)
@@ -99,14 +127,81 @@ fn revise<P: Problem<W>, const W: usize>(
     }
 }
 
-/// Makes every edge of the chain arc-consistent. `Err(layer)` names a
-/// layer whose domain became (or was) empty.
+/// The layers whose changes are still to be propagated.
+struct Worklist {
+    bits: [u64; TRACKED_LAYERS / 64],
+    /// Layers from here on are not tracked: always taken as changed.
+    untracked: usize,
+    /// Where the scan for the next untracked layer resumes.
+    cursor: usize,
+}
+
+impl Worklist {
+    /// An empty worklist over `n` layers.
+    fn new(n: usize) -> Self {
+        Worklist { bits: [0; TRACKED_LAYERS / 64], untracked: n, cursor: TRACKED_LAYERS.min(n) }
+    }
+
+    fn insert(&mut self, layer: usize) {
+        if let Some(w) = self.bits.get_mut(layer / 64) {
+            *w |= 1 << (layer % 64);
+        } else {
+            // Untracked: the scan past the bitset must see it again.
+            self.cursor = self.cursor.min(layer);
+        }
+    }
+
+    /// The lowest tracked layer in the list, else the next untracked one.
+    fn pop(&mut self) -> Option<usize> {
+        for (i, w) in self.bits.iter_mut().enumerate() {
+            if *w != 0 {
+                let bit = w.trailing_zeros() as usize;
+                *w &= *w - 1;
+                return Some(i * 64 + bit);
+            }
+        }
+        if self.cursor < self.untracked {
+            self.cursor += 1;
+            return Some(self.cursor - 1);
+        }
+        None
+    }
+}
+
+/// AC-3 from the layers in `work` until no domain changes.
+fn fixpoint<P: Problem<W>, const W: usize>(
+    p: &P,
+    domains: &mut [Domain<W>],
+    work: &mut Worklist,
+    stats: &mut Revisions,
+) -> Result<(), usize> {
+    while let Some(layer) = work.pop() {
+        for (e, ends) in incident(p, layer) {
+            let target = if ends.from == layer { ends.to } else { ends.from };
+            if revise_edge(p, domains, e, ends, target, stats)? {
+                work.insert(target);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Makes every edge arc-consistent. `Err(layer)` names a layer whose
+/// domain became (or was) empty.
 pub fn arc_consistency<P: Problem<W>, const W: usize>(p: &P, domains: &mut [Domain<W>]) -> Result<Revisions, usize> {
     let mut stats = Revisions::default();
     if let Some(i) = domains.iter().position(|d| d.is_empty()) {
         return Err(i);
     }
     let n = domains.len();
+    if !p.is_chain() {
+        let mut work = Worklist::new(n);
+        for i in 0..n {
+            work.insert(i);
+        }
+        fixpoint(p, domains, &mut work, &mut stats)?;
+        return Ok(stats);
+    }
     for i in 1..n {
         revise(p, domains, i - 1, i, &mut stats)?;
     }
@@ -116,8 +211,10 @@ pub fn arc_consistency<P: Problem<W>, const W: usize>(p: &P, domains: &mut [Doma
     Ok(stats)
 }
 
-/// Propagates a change of layer `changed` outwards. `Err(layer)` names a
-/// layer whose domain became empty.
+/// Propagates a change of layer `changed` outwards: until every edge is
+/// arc-consistent again ([`Propagation::Full`]), or only into the layers
+/// that share an edge with it ([`Propagation::Neighbours`]). `Err(layer)`
+/// names a layer whose domain became empty.
 pub fn propagate_from<P: Problem<W>, const W: usize>(
     p: &P,
     domains: &mut [Domain<W>],
@@ -126,6 +223,18 @@ pub fn propagate_from<P: Problem<W>, const W: usize>(
     stats: &mut Revisions,
 ) -> Result<(), usize> {
     let n = domains.len();
+    if !p.is_chain() {
+        if mode == Propagation::Neighbours {
+            for (e, ends) in incident(p, changed) {
+                let target = if ends.from == changed { ends.to } else { ends.from };
+                revise_edge(p, domains, e, ends, target, stats)?;
+            }
+            return Ok(());
+        }
+        let mut work = Worklist::new(n);
+        work.insert(changed);
+        return fixpoint(p, domains, &mut work, stats);
+    }
     // Rightwards.
     let mut i = changed;
     while i + 1 < n {

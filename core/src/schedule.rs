@@ -5,7 +5,7 @@
 //! travels in the [`wire`](crate::wire) format.
 
 use crate::built::ScheduleProblem;
-use crate::problem::Problem;
+use crate::problem::{incident, Problem};
 use crate::solution::Solution;
 use crate::state::{State, StateIndex};
 use serde::{Deserialize, Serialize};
@@ -20,7 +20,8 @@ pub struct Choice {
     pub state: State,
     /// Predicted unary cost, in microseconds.
     pub unary_us: f32,
-    /// Predicted transition cost from the previous layer, in microseconds.
+    /// Predicted transition cost from the layer's inputs (on a chain, the
+    /// previous layer), in microseconds.
     pub transition_us: f32,
 }
 
@@ -39,16 +40,20 @@ impl<const L: usize> Schedule<L> {
     /// not belong to the problem.
     pub fn from_solution<const W: usize>(problem: &ScheduleProblem<L, W>, solution: &Solution<L>) -> Option<Self> {
         let mut choices = heapless::Vec::new();
-        let mut prev: Option<StateIndex> = None;
         for (i, &s) in solution.states.iter().enumerate() {
             let layer = problem.layer(i)?;
-            let transition_us = match prev {
-                Some(p) => problem.transition(i - 1, p, s),
-                None => 0.0,
-            };
+            // The transitions of the edges into the layer, in edge order.
+            let mut transition_us: Option<f32> = None;
+            for (e, ends) in incident(problem, i) {
+                if ends.to != i {
+                    continue;
+                }
+                let t = problem.transition(e, *solution.states.get(ends.from)?, s);
+                transition_us = Some(transition_us.map_or(t, |sum| sum + t));
+            }
+            let transition_us = transition_us.unwrap_or(0.0);
             let choice = Choice { index: s, state: *layer.state(s)?, unary_us: layer.unary(s), transition_us };
             choices.push(choice).ok()?;
-            prev = Some(s);
         }
         Some(Schedule { choices, cost_us: solution.cost })
     }

@@ -5,7 +5,7 @@ use crate::problem::Problem;
 use crate::state::StateIndex;
 use core::fmt;
 
-/// One state per layer and the total cost of the chain.
+/// One state per layer and the total cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Solution<const L: usize> {
     /// The chosen state of each layer.
@@ -41,7 +41,9 @@ pub enum SolveError {
         /// The layer.
         layer: usize,
     },
-    /// The exhaustive enumerator was given more combinations than its limit.
+    /// The exhaustive enumerator was given more combinations than its
+    /// limit, or the exact DAG solver more assignments of its loop cutset
+    /// than its budget.
     TooManyCombinations {
         /// The limit.
         limit: u64,

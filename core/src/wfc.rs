@@ -2,7 +2,9 @@
 //!
 //! Every layer starts "in superposition" over its domain. Each step
 //! observes the layer of lowest entropy, collapses it to its best state
-//! given its neighbours, and propagates the adjacency constraint; a
+//! given its neighbours (the layers it shares an edge with: on a chain the
+//! layers before and after it, on a DAG its inputs and consumers), and
+//! propagates the adjacency constraint along every edge; a
 //! contradiction (an emptied domain) undoes the last choice and tries the
 //! next state there, within a bounded number of backtracks.
 //!
@@ -18,7 +20,7 @@
 //! root domains: memory stays `O(L * W)`, which suits a device runtime.
 
 use crate::domain::Domain;
-use crate::problem::{evaluate, Problem};
+use crate::problem::{evaluate, incident, Problem};
 use crate::propagate::{self, Propagation, Revisions};
 use crate::solution::{precheck, Solution, SolveError};
 use crate::state::StateIndex;
@@ -67,6 +69,9 @@ struct Frame<const W: usize> {
 struct Search<'p, P, const L: usize, const W: usize> {
     p: &'p P,
     n: usize,
+    /// Whether the problem is a chain (its neighbours are the layers
+    /// before and after).
+    chain: bool,
     config: WfcConfig,
     root: [Domain<W>; L],
     domains: [Domain<W>; L],
@@ -90,6 +95,7 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(
     let mut s = Search::<P, L, W> {
         p,
         n,
+        chain: p.is_chain(),
         config: *config,
         root: [Domain::EMPTY; L],
         domains: [Domain::EMPTY; L],
@@ -210,8 +216,40 @@ impl<P: Problem<W>, const L: usize, const W: usize> Search<'_, P, L, W> {
         best.map(|(i, _)| i)
     }
 
-    /// The best state of `candidates` at `layer`, given its neighbours.
+    /// The best state of `candidates` at `layer`, given its neighbours
+    /// (every layer that shares an edge with it; their terms are added in
+    /// edge order).
     fn choose(&self, layer: usize, candidates: &Domain<W>) -> Option<StateIndex> {
+        if self.chain {
+            return self.choose_on_chain(layer, candidates);
+        }
+        let mut scores = [[0.0f32; 64]; W];
+        for s in candidates {
+            set_score(&mut scores, s, self.p.unary(layer, s));
+        }
+        for (edge, ends) in incident(self.p, layer) {
+            let s_is_to = ends.to == layer;
+            let nb = if s_is_to { ends.from } else { ends.to };
+            let list = self.shortlist(nb);
+            for s in candidates {
+                let term = self.neighbour_score(nb, edge, s, s_is_to, list.as_ref());
+                let total = score(&scores, s) + term;
+                set_score(&mut scores, s, total);
+            }
+        }
+        let mut best: Option<(StateIndex, f32)> = None;
+        for s in candidates {
+            let score = score(&scores, s);
+            if best.is_none_or(|(_, b)| score < b) {
+                best = Some((s, score));
+            }
+        }
+        best.map(|(s, _)| s)
+    }
+
+    /// [`Search::choose`] on a chain: the same sums, the neighbours being
+    /// the layers before and after, without a table of scores.
+    fn choose_on_chain(&self, layer: usize, candidates: &Domain<W>) -> Option<StateIndex> {
         let mut best: Option<(StateIndex, f32)> = None;
         let left = if layer > 0 { self.shortlist(layer - 1) } else { None };
         let right = if layer + 1 < self.n { self.shortlist(layer + 1) } else { None };
@@ -415,6 +453,18 @@ impl Shortlist {
 
     fn entries(&self) -> &[(StateIndex, f32)] {
         self.entries.get(..self.len).unwrap_or(&[])
+    }
+}
+
+fn score<const W: usize>(t: &[[f32; 64]; W], s: StateIndex) -> f32 {
+    let i = s as usize;
+    t.get(i / 64).and_then(|w| w.get(i % 64)).copied().unwrap_or(f32::INFINITY)
+}
+
+fn set_score<const W: usize>(t: &mut [[f32; 64]; W], s: StateIndex, v: f32) {
+    let i = s as usize;
+    if let Some(slot) = t.get_mut(i / 64).and_then(|w| w.get_mut(i % 64)) {
+        *slot = v;
     }
 }
 

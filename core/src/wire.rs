@@ -15,8 +15,14 @@
 //! for, so their header names it ([`Message::COST_MODEL_VERSION`]): a
 //! schedule, a spec or a graph has a 2-byte header, coefficients a 3-byte
 //! one ([`Message::HEADER_LEN`]). Version 1 of the format (before the cost
-//! model's byte) and version 2 (states without their split-K factor and
-//! ping-pong flag) are no longer read.
+//! model's byte), version 2 (states without their split-K factor and
+//! ping-pong flag) and version 3 (graphs without their layers' inputs,
+//! every graph a chain) are no longer read.
+//!
+//! A graph's body is its layers, then one list of inputs per layer
+//! (earlier layers' indices as varints, at most
+//! [`MAX_INPUTS`](crate::graph::MAX_INPUTS)): a chain's first layer has
+//! none and each other layer the one before it.
 //!
 //! [`to_slice`] writes into a caller's buffer and returns the used part;
 //! [`from_bytes`] reads one message and rejects a wrong version, a wrong
@@ -33,9 +39,10 @@ use core::fmt;
 use postcard::experimental::max_size::MaxSize;
 use serde::{de::DeserializeOwned, Serialize};
 
-/// Version of the wire format: 3 since a state carries its split-K factor
-/// and ping-pong flag (2: coefficients carry the cost model's version).
-pub const WIRE_VERSION: u8 = 3;
+/// Version of the wire format: 4 since a graph's layers name their inputs
+/// (3: a state carries its split-K factor and ping-pong flag; 2:
+/// coefficients carry the cost model's version).
+pub const WIRE_VERSION: u8 = 4;
 
 /// Bytes of the header every message starts with (the format version and
 /// the kind); coefficients have one more ([`Message::HEADER_LEN`]).

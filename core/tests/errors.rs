@@ -373,13 +373,15 @@ fn empty_and_invalid_decoded_graphs() {
     // A graph that arrives as bytes skips `push`: encode a valid one-layer
     // graph and zero its `m`. Postcard lays it out as: layer count, name
     // length, name bytes, variant index (0 = MatMul), then m, n, k, batch as
-    // varints (each 1 here, one byte) and the dtype index.
+    // varints (each 1 here, one byte) and the dtype index; then the count of
+    // input lists and each list (its length, then its layers as varints):
+    // here one empty list.
     let mut g = Graph::<8>::new();
     g.push("mm", mm(1, 1, 1, 1)).unwrap();
     let mut buf = [0u8; 256];
     let bytes = wire::to_slice(&g, &mut buf).unwrap().to_vec();
     let m_at = wire::HEADER_LEN + 1 + 1 + 2 + 1;
-    assert_eq!(&bytes[m_at - 1..], &[0, 1, 1, 1, 1, 0]);
+    assert_eq!(&bytes[m_at - 1..], &[0, 1, 1, 1, 1, 0, 1, 0]);
     for (offset, dim) in [(0, "m"), (1, "n"), (2, "k"), (3, "batch")] {
         let mut b = bytes.clone();
         b[m_at + offset] = 0;
@@ -393,11 +395,65 @@ fn empty_and_invalid_decoded_graphs() {
     g2.push("mm", mm(1, 1, 1, 1)).unwrap();
     g2.push("mn", mm(1, 1, 1, 1)).unwrap();
     let mut b = wire::to_slice(&g2, &mut buf).unwrap().to_vec();
-    let second_name = b.len() - 6 - 1;
+    // After the second name: its op (6 bytes) and the input lists
+    // (count 2, an empty list, a list of layer 0: 4 bytes).
+    let second_name = b.len() - 4 - 6 - 1;
     assert_eq!(b[second_name], b'n');
     b[second_name] = b'm';
     let dup: Graph<8> = wire::from_bytes(&b).unwrap();
     assert_eq!(dup.validate(), Err(GraphError::DuplicateName { layer: 1 }));
+
+    // Inputs, decoded: the second layer's input (the last byte) made
+    // itself, then a later layer; the lists cut to one; a list doubled.
+    let b = wire::to_slice(&g2, &mut buf).unwrap().to_vec();
+    assert_eq!(&b[b.len() - 4..], &[2, 0, 1, 0]);
+    for input in [1u8, 5] {
+        let mut bad = b.clone();
+        *bad.last_mut().unwrap() = input;
+        let bad: Graph<8> = wire::from_bytes(&bad).unwrap();
+        let expected = GraphError::InputNotEarlier { layer: 1, input: input as usize };
+        assert_eq!(bad.validate(), Err(expected));
+        assert_eq!(build(&bad, &presets::stress_gpu()).unwrap_err(), BuildError::Graph(expected));
+    }
+    let mut short = b[..b.len() - 4].to_vec();
+    short.extend_from_slice(&[1, 0]);
+    let short: Graph<8> = wire::from_bytes(&short).unwrap();
+    assert_eq!(short.validate(), Err(GraphError::InputLists { layers: 2, lists: 1 }));
+    let mut doubled = b[..b.len() - 2].to_vec();
+    doubled.extend_from_slice(&[2, 0, 0]);
+    let doubled: Graph<8> = wire::from_bytes(&doubled).unwrap();
+    assert_eq!(doubled.validate(), Err(GraphError::DuplicateInput { layer: 1, input: 0 }));
+}
+
+#[test]
+fn graph_inputs() {
+    let op = mm(8, 8, 8, 1);
+    let mut g = Graph::<8>::new();
+    g.push("a", op).unwrap();
+    g.push("b", op).unwrap();
+    assert!(g.is_chain());
+    g.push_with_inputs("c", op, &[0, 1]).unwrap();
+    assert!(!g.is_chain());
+    assert_eq!(g.inputs(2), &[0, 1]);
+    assert!(g.has_consumers(0) && g.has_consumers(1) && !g.has_consumers(2));
+    let edges: Vec<(usize, usize)> = g.edges().map(|e| (e.from, e.to)).collect();
+    assert_eq!(edges, [(0, 1), (0, 2), (1, 2)]);
+    assert_eq!(g.edge_count(), 3);
+    // Refused: a later layer, the layer itself, a duplicate, too many.
+    assert_eq!(g.push_with_inputs("d", op, &[4]), Err(GraphError::InputNotEarlier { layer: 3, input: 4 }));
+    assert_eq!(g.push_with_inputs("d", op, &[3]), Err(GraphError::InputNotEarlier { layer: 3, input: 3 }));
+    assert_eq!(g.push_with_inputs("d", op, &[1, 0, 1]), Err(GraphError::DuplicateInput { layer: 3, input: 1 }));
+    assert_eq!(g.push_with_inputs("d", op, &[0, 1, 2, 0, 1]), Err(GraphError::TooManyInputs { layer: 3 }));
+    assert_eq!(g.len(), 3);
+    // A second model input: a layer with none.
+    g.push_with_inputs("d", op, &[]).unwrap();
+    g.push_with_inputs("e", op, &[3, 2, 0, 1]).unwrap();
+    assert_eq!(g.validate(), Ok(()));
+    assert_eq!(g.edge_count(), 7);
+    // Round trip through the wire format.
+    let mut buf = [0u8; <Graph<8> as Message>::MAX_ENCODED_LEN];
+    let bytes = wire::to_slice(&g, &mut buf).unwrap().to_vec();
+    assert_eq!(wire::from_bytes::<Graph<8>>(&bytes), Ok(g));
 }
 
 // ---------------------------------------------------------------------
@@ -665,6 +721,10 @@ fn every_error_has_a_message() {
         GraphError::NameTooLong { layer: 0 },
         GraphError::DuplicateName { layer: 1 },
         GraphError::TooManyLayers { capacity: 4 },
+        GraphError::InputNotEarlier { layer: 1, input: 2 },
+        GraphError::TooManyInputs { layer: 1 },
+        GraphError::DuplicateInput { layer: 1, input: 0 },
+        GraphError::InputLists { layers: 2, lists: 1 },
     ] {
         assert!(!e.to_string().is_empty());
     }

@@ -1,8 +1,9 @@
 //! The core cannot panic: this image calls what a device runtime calls
-//! (decoding the wire format, building a problem, both solvers and the
-//! oracle, the cost model and the constraints on decoded states, encoding
-//! the results) on inputs the optimizer cannot see, and its panic handler
-//! calls a function that exists nowhere.
+//! (decoding the wire format, building a problem, the solvers (WFC, the
+//! exact chain and DAG solvers) and the oracle, the cost model and the
+//! constraints on decoded states, encoding the results) on inputs the
+//! optimizer cannot see, and its panic handler calls a function that
+//! exists nowhere.
 //!
 //! If any panic (an index out of bounds, an `unwrap` of `None`, a division
 //! by zero, a failed assertion, ...) is reachable from these calls, the
@@ -22,7 +23,7 @@ use hwwfc_core::propagate::{self, Propagation};
 use hwwfc_core::schedule::Schedule;
 use hwwfc_core::wire::{self, Message};
 use hwwfc_core::{
-    constraint, cost, exact, exhaustive, models, presets, resource, space, wfc, Coefficients, Domain, Graph,
+    constraint, cost, exact, exact_dag, exhaustive, models, presets, resource, space, wfc, Coefficients, Domain, Graph,
     HardwareSpec, Problem, ScheduleProblem,
 };
 
@@ -123,6 +124,7 @@ fn run<const L: usize, const W: usize>(input: &[u8]) -> u32 {
     let solutions = [
         wfc::solve::<_, L, W>(&problem, &config).map(|(s, stats)| (s, stats.collapses)),
         exact::solve::<_, L, W>(&problem).map(|(s, stats)| (s, stats.relaxations)),
+        exact_dag::solve::<_, L, W>(&problem, byte(settings, 8) as u64).map(|(s, stats)| (s, stats.cutset_layers)),
         exhaustive::solve::<_, L, W>(&problem, byte(settings, 7) as u64 * 1000).map(|s| (s, 0)),
     ];
     for (solution, work) in solutions.into_iter().flatten() {

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! The total cost of an assignment is the sum of its states' `unary_us` and
-//! of the `transition_us` entries between consecutive layers.
+//! of the `transition_us` entries of every edge (on a chain, between
+//! consecutive layers).
 
 use super::json::OpJson;
 use crate::input::model_file::HostGraph;
@@ -120,14 +121,15 @@ pub fn render(
         .collect();
     let edges = graph
         .edges()
-        .map(|e| {
+        .enumerate()
+        .map(|(index, e)| {
             let from = problem.domain(e.from);
             let to = problem.domain(e.to);
             let transition_us = from
                 .iter()
                 .map(|a| {
                     to.iter()
-                        .map(|b| problem.compatible(e.from, a, b).then(|| problem.transition(e.from, a, b)))
+                        .map(|b| problem.compatible(index, a, b).then(|| problem.transition(index, a, b)))
                         .collect()
                 })
                 .collect();
