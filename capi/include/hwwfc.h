@@ -166,7 +166,7 @@ int32_t hwwfc_schedule_compact(const uint8_t *spec,
                                size_t *out_len);
 
 // Writes the built-in model `name` (`attention`, `gpt2-block`,
-// `llama3-8b-block`) with sequence length `seq` (0: the model's default)
+// `llama3-8b-block`, `llama3-8b-attention`, `llama3-8b-dag`) with sequence length `seq` (0: the model's default)
 // to `out` in the wire format; at most `HWWFC_MODEL_MAX_LEN` bytes.
 //
 // # Safety

@@ -364,7 +364,7 @@ unsafe fn name<'a>(name: *const c_char) -> Result<&'a str, i32> {
 }
 
 /// Writes the built-in model `name` (`attention`, `gpt2-block`,
-/// `llama3-8b-block`) with sequence length `seq` (0: the model's default)
+/// `llama3-8b-block`, `llama3-8b-attention`, `llama3-8b-dag`) with sequence length `seq` (0: the model's default)
 /// to `out` in the wire format; at most `HWWFC_MODEL_MAX_LEN` bytes.
 ///
 /// # Safety

@@ -1,7 +1,7 @@
 //! The exact solver for any DAG: min-sum message passing on a forest,
 //! conditioned on a loop cutset.
 //!
-//! On a chain this is [`exact::solve`](crate::exact::solve) (Viterbi), the
+//! On a chain this is [`exact::solve`] (Viterbi), the
 //! same answer and the same states. A DAG whose undirected interaction
 //! graph has cycles (a residual connection, parallel branches that join
 //! again) is no chain and no tree, and Viterbi's sweep does not apply.

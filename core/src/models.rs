@@ -9,18 +9,33 @@
 //!   8 key-value heads of 128 (grouped-query attention), SwiGLU MLP 14336.
 //!
 //! The projections that run as one fused product in practice (Q, K and V;
-//! gate and up) are one layer here, which keeps each block a chain. The
-//! sequence length is a parameter.
+//! gate and up) are one layer in these, which keeps each block a chain.
+//!
+//! Two more are the same Llama 3 8B layers as their real graph, a DAG:
+//!
+//! - `llama3-8b-attention`: Q, K and V projected apart, each from the
+//!   block's input (three parallel branches); the scores read Q and K, the
+//!   softmax the scores, the weighted values the softmax and V, the output
+//!   projection those (7 layers, 6 edges: a tree).
+//! - `llama3-8b-dag`: that attention, then the MLP's gate and up
+//!   projections, both from the output projection, and the down projection
+//!   from both (10 layers, 10 edges; gate and up join again, a cycle of the
+//!   undirected graph; SiLU-times-gate is taken as part of the down
+//!   projection's input).
+//!
+//! The elementwise layers (the residual adds, the norms) are not layers of
+//! the core, so a residual edge is not in these graphs. The sequence length
+//! is a parameter.
 
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError};
 use crate::layer::Op;
 
 /// Names of the built-in models.
-pub const NAMES: [&str; 3] = ["attention", "gpt2-block", "llama3-8b-block"];
+pub const NAMES: [&str; 5] = ["attention", "gpt2-block", "llama3-8b-block", "llama3-8b-attention", "llama3-8b-dag"];
 
 /// Default sequence length of each built-in model (same order as [`NAMES`]).
-pub const DEFAULT_SEQ: [u32; 3] = [512, 1024, 2048];
+pub const DEFAULT_SEQ: [u32; 5] = [512, 1024, 2048, 2048, 2048];
 
 /// Why a built-in model could not be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +69,7 @@ fn softmax(rows: u32, cols: u32) -> Op {
 pub fn builtin<const L: usize>(name: &str, seq: Option<u32>) -> Result<Graph<L>, ModelError> {
     let index = NAMES.iter().position(|n| *n == name).ok_or(ModelError::Unknown)?;
     let s = seq.unwrap_or(DEFAULT_SEQ.get(index).copied().unwrap_or(512));
-    let layers: &[(&str, Op)] = match index {
+    let chain: &[(&str, Op)] = match index {
         0 => &[
             ("in_proj", mm(s, 512, 128, 1)),
             ("qk_scores", mm(s, s, 512, 1)),
@@ -72,7 +87,7 @@ pub fn builtin<const L: usize>(name: &str, seq: Option<u32>) -> Result<Graph<L>,
             ("mlp_fc", mm(s, 3072, 768, 1)),
             ("mlp_proj", mm(s, 768, 3072, 1)),
         ],
-        _ => &[
+        2 => &[
             ("qkv_proj", mm(s, 4096 + 2 * 1024, 4096, 1)),
             ("attn_scores", mm(s, s, 128, 32)),
             ("attn_softmax", softmax(s.saturating_mul(32), s)),
@@ -81,10 +96,46 @@ pub fn builtin<const L: usize>(name: &str, seq: Option<u32>) -> Result<Graph<L>,
             ("gate_up_proj", mm(s, 2 * 14336, 4096, 1)),
             ("down_proj", mm(s, 4096, 14336, 1)),
         ],
+        _ => return llama3_8b_graph(s, index == 4),
     };
     let mut g = Graph::new();
-    for (name, op) in layers {
+    for (name, op) in chain {
         g.push(name, *op).map_err(ModelError::Graph)?;
+    }
+    Ok(g)
+}
+
+/// Llama 3 8B's attention at sequence `s` as its graph, and with `mlp` its
+/// MLP after it.
+fn llama3_8b_graph<const L: usize>(s: u32, mlp: bool) -> Result<Graph<L>, ModelError> {
+    // Layer indices, in the order pushed.
+    const Q: usize = 0;
+    const K: usize = 1;
+    const V: usize = 2;
+    const SCORES: usize = 3;
+    const SOFTMAX: usize = 4;
+    const VALUES: usize = 5;
+    const O: usize = 6;
+    const GATE: usize = 7;
+    const UP: usize = 8;
+    let attention: [(&str, Op, &[usize]); 7] = [
+        ("q_proj", mm(s, 4096, 4096, 1), &[]),
+        ("k_proj", mm(s, 1024, 4096, 1), &[]),
+        ("v_proj", mm(s, 1024, 4096, 1), &[]),
+        ("attn_scores", mm(s, s, 128, 32), &[Q, K]),
+        ("attn_softmax", softmax(s.saturating_mul(32), s), &[SCORES]),
+        ("attn_values", mm(s, 128, s, 32), &[SOFTMAX, V]),
+        ("o_proj", mm(s, 4096, 4096, 1), &[VALUES]),
+    ];
+    let mlp_layers: [(&str, Op, &[usize]); 3] = [
+        ("gate_proj", mm(s, 14336, 4096, 1), &[O]),
+        ("up_proj", mm(s, 14336, 4096, 1), &[O]),
+        ("down_proj", mm(s, 4096, 14336, 1), &[GATE, UP]),
+    ];
+    let mut g = Graph::new();
+    let tail: &[(&str, Op, &[usize])] = if mlp { &mlp_layers } else { &[] };
+    for (name, op, inputs) in attention.iter().chain(tail) {
+        g.push_with_inputs(name, *op, inputs).map_err(ModelError::Graph)?;
     }
     Ok(g)
 }

@@ -547,3 +547,31 @@ fn schedule_problem_on_a_residual_graph() {
     let into_3 = p.transition(2, e.states[0], e.states[3]) + p.transition(3, e.states[2], e.states[3]);
     assert_eq!(s.choices[3].transition_us, into_3);
 }
+
+#[test]
+fn the_built_in_llama_graphs_are_dags_the_solvers_agree_on() {
+    use hwwfc_core::models;
+    // The attention is a tree (no cutset); the MLP's gate and up join again
+    // in the down projection, a cycle of the undirected graph.
+    for (name, layers, edges, cut, seq) in [("llama3-8b-attention", 7, 6, 0, 512), ("llama3-8b-dag", 10, 10, 1, 256)] {
+        let g = models::builtin::<L>(name, Some(seq)).unwrap();
+        assert_eq!((g.len(), g.edge_count()), (layers, edges), "{name}");
+        assert!(!g.is_chain(), "{name}");
+        // Q, K and V read the block's input; the scores read Q and K.
+        assert!((0..3).all(|i| g.inputs(i).is_empty()), "{name}");
+        assert_eq!(g.inputs(3), &[0, 1]);
+        assert_eq!(g.inputs(5), &[4, 2]);
+        let p = ScheduleProblem::<L, 1>::build(&g, &presets::stress_gpu(), &Coefficients::default()).unwrap();
+        let (e, stats) = exact_dag::solve::<_, L, 1>(&p, exact_dag::DEFAULT_BUDGET).unwrap();
+        assert_eq!(stats.cutset_layers, cut, "{name}: {stats:?}");
+        assert!(close(evaluate::<_, 1>(&p, &e.states).unwrap(), e.cost, REL));
+        // The chain entry point takes the DAG path and agrees.
+        let (again, _) = exact::solve::<_, L, 1>(&p).unwrap();
+        assert_eq!(again.states, e.states);
+        for config in wfc_configs() {
+            let (w, _) = wfc::solve::<_, L, 1>(&p, &config).unwrap();
+            assert_eq!(evaluate::<_, 1>(&p, &w.states), Some(w.cost));
+            assert!(w.cost >= e.cost - REL * e.cost, "{name}: WFC {} below the optimum {}", w.cost, e.cost);
+        }
+    }
+}

@@ -598,8 +598,13 @@ fn unknown_model() {
     }
     assert_eq!(ModelError::Unknown.to_string(), "unknown model");
     for name in models::NAMES {
-        assert!(models::builtin::<8>(name, None).is_ok());
+        assert!(models::builtin::<16>(name, None).is_ok(), "{name}");
     }
+    // The full Llama 3 graph holds ten layers.
+    assert_eq!(
+        models::builtin::<8>("llama3-8b-dag", None),
+        Err(ModelError::Graph(hwwfc_core::graph::GraphError::TooManyLayers { capacity: 8 }))
+    );
 }
 
 #[test]

@@ -204,11 +204,22 @@ mod tests {
         let k = Coefficients::default();
         let bytes = wire::to_slice(&k, &mut buf).unwrap();
         defmt::assert_eq!(wire::from_bytes::<Coefficients>(bytes).unwrap(), k);
+        let mut dags = 0;
         for model in models::NAMES {
-            let g = models::builtin::<LAYERS>(model, None).unwrap();
+            // A model of more layers than the firmware holds is refused.
+            let g = match models::builtin::<LAYERS>(model, None) {
+                Ok(g) => g,
+                Err(e) => {
+                    defmt::assert_eq!(e, ModelError::Graph(GraphError::TooManyLayers { capacity: LAYERS }));
+                    continue;
+                }
+            };
+            dags += usize::from(!g.is_chain());
             let bytes = wire::to_slice(&g, &mut buf).unwrap();
             defmt::assert_eq!(wire::from_bytes::<Graph<LAYERS>>(bytes).unwrap(), g);
         }
+        // A DAG's input lists travel too.
+        defmt::assert!(dags >= 1);
     }
 
     #[test]

@@ -417,8 +417,9 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "FILE|NAME", default_value = "stress_gpu")]
     pub spec: String,
 
-    /// Model: a built-in name (attention, gpt2-block, llama3-8b-block) or a
-    /// path to a model JSON file (format below).
+    /// Model: a built-in name (attention, gpt2-block, llama3-8b-block, and
+    /// as DAGs llama3-8b-attention, llama3-8b-dag) or a path to a model
+    /// JSON file (format below).
     #[arg(long, value_name = "NAME|FILE", default_value = "attention")]
     pub model: String,
 
@@ -524,6 +525,9 @@ mod tests {
     fn builtin_lists_in_help_match() {
         let names = spec_file::builtin_names();
         assert_eq!(names, ["stress_gpu", "toy_gpu", "h200", "h100", "a100", "rtx3060"]);
-        assert_eq!(hwwfc_core::models::NAMES, ["attention", "gpt2-block", "llama3-8b-block"]);
+        assert_eq!(
+            hwwfc_core::models::NAMES,
+            ["attention", "gpt2-block", "llama3-8b-block", "llama3-8b-attention", "llama3-8b-dag"]
+        );
     }
 }

@@ -106,7 +106,7 @@ fn unknown_spec_name_lists_the_builtins() {
 fn unknown_model_name_lists_the_builtins() {
     let e = schedule_error(&["--model", "gpt4"]);
     assert!(e.contains("unknown model `gpt4`"), "{e}");
-    assert!(e.contains("attention, gpt2-block, llama3-8b-block"), "{e}");
+    assert!(e.contains("attention, gpt2-block, llama3-8b-block, llama3-8b-attention, llama3-8b-dag"), "{e}");
 }
 
 fn model_file(dir: &Path, name: &str, layers: Vec<Value>) -> PathBuf {

@@ -12,9 +12,24 @@
 //! }
 //! ```
 //!
+//! A DAG names each layer's inputs:
+//!
+//! ```json
+//! {"layers": [
+//!   {"name": "q", "kind": "matmul", "m": 512, "n": 512, "k": 512, "inputs": []},
+//!   {"name": "k", "kind": "matmul", "m": 512, "n": 512, "k": 512, "inputs": []},
+//!   {"name": "scores", "kind": "matmul", "m": 512, "n": 512, "k": 512, "inputs": ["q", "k"]}
+//! ]}
+//! ```
+//!
 //! - `name` (optional, defaults to the file's stem): the model's name.
-//! - `layers` (required): the layers in execution order; layer `i` feeds
-//!   layer `i + 1`. At most [`hwwfc_core::HOST_MAX_LAYERS`] layers.
+//! - `layers` (required): the layers in execution order. At most
+//!   [`hwwfc_core::HOST_MAX_LAYERS`] layers.
+//! - `inputs` (optional, per layer): the names of the earlier layers whose
+//!   outputs the layer reads, at most [`hwwfc_core::graph::MAX_INPUTS`],
+//!   each once; `[]` when it reads only the model's input. Without it a
+//!   layer reads the layer before it (the first, the model's input), so a
+//!   file without `inputs` is a chain.
 //! - every layer has a `name` (unique, at most
 //!   [`hwwfc_core::layer::LAYER_NAME_CAPACITY`] bytes) and a `kind`:
 //!   - `matmul`: `batch` independent products `C[m,n] = A[m,k] B[k,n]`;
@@ -30,7 +45,7 @@
 use super::json::{self, FieldError};
 use super::spec_file::looks_like_path;
 use anyhow::{anyhow, bail, Result};
-use hwwfc_core::graph::GraphError;
+use hwwfc_core::graph::{GraphError, MAX_INPUTS};
 use hwwfc_core::layer::{ShapeError, LAYER_NAME_CAPACITY};
 use hwwfc_core::models::{self, ModelError};
 use hwwfc_core::{DType, Graph, Op, HOST_MAX_LAYERS};
@@ -50,8 +65,10 @@ Model file format (--model FILE):
    \"layers\": [
      {{\"name\": \"qkv\", \"kind\": \"matmul\", \"m\": 512, \"n\": 1536, \"k\": 512, \"batch\": 1, \"dtype\": \"f16\"}},
      {{\"name\": \"sm\", \"kind\": \"softmax\", \"rows\": 512, \"cols\": 512, \"dtype\": \"f32\"}}]}}
-  Layers run in order, each feeding the next (at most {HOST_MAX_LAYERS}). The model's
-  `name` defaults to the file's stem; layer names are unique, at most {LAYER_NAME_CAPACITY} bytes.
+  Layers run in order (at most {HOST_MAX_LAYERS}), each fed by the one before unless it
+  names its inputs: \"inputs\": [\"q\", \"k\"] (earlier layers, at most {MAX_INPUTS}; [] for
+  the model's input), which makes the model a DAG. The model's `name` defaults to the
+  file's stem; layer names are unique, at most {LAYER_NAME_CAPACITY} bytes.
   matmul: m, n, k required; batch defaults to 1; dtype (f16, bf16, f32) to f16.
   softmax: rows, cols required; dtype defaults to f32.
   Sizes are at least 1 and no tensor may exceed 4 GiB; unknown fields and
@@ -182,12 +199,20 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedModel> {
     let mut graph = HostGraph::new();
     let mut names: Vec<String> = Vec::new();
     for (i, layer) in layers.into_iter().enumerate() {
-        let (layer_name, op) = parse_layer(i, layer).map_err(|e| anyhow!("{file}: {e}"))?;
+        let (layer_name, op, inputs) = parse_layer(i, layer).map_err(|e| anyhow!("{file}: {e}"))?;
         let label = format!("layer {i} (`{layer_name}`)");
         if let Some(error) = overflowing_shape(&op) {
             bail!("{file}: {label}: {error}");
         }
-        graph.push(&layer_name, op).map_err(|e| match e {
+        let pushed = match &inputs {
+            None => graph.push(&layer_name, op),
+            Some(list) => {
+                let indices =
+                    input_indices(list, &names).map_err(|e| anyhow!("{file}: {label}: field `inputs`: {e}"))?;
+                graph.push_with_inputs(&layer_name, op, &indices)
+            }
+        };
+        pushed.map_err(|e| match e {
             GraphError::Shape { error, .. } => anyhow!("{file}: {label}: {error}"),
             GraphError::NameTooLong { .. } => {
                 anyhow!("{file}: {label}: field `name`: longer than {LAYER_NAME_CAPACITY} bytes")
@@ -195,6 +220,9 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedModel> {
             GraphError::DuplicateName { .. } => {
                 let first = names.iter().position(|n| *n == layer_name).unwrap_or(0);
                 anyhow!("{file}: {label}: field `name`: already the name of layer {first}")
+            }
+            GraphError::TooManyInputs { .. } => {
+                anyhow!("{file}: {label}: field `inputs`: more than {MAX_INPUTS} inputs")
             }
             other => anyhow!("{file}: {other}"),
         })?;
@@ -204,8 +232,25 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedModel> {
     Ok(LoadedModel { name, graph, origin: Origin::File(path.to_path_buf()) })
 }
 
-/// Parses layer `i`; the error is prefixed with the layer.
-fn parse_layer(i: usize, value: Value) -> Result<(String, Op), String> {
+/// The indices of the layers `list` names among the earlier layers
+/// `names`, each named once.
+fn input_indices(list: &[String], names: &[String]) -> Result<Vec<usize>, String> {
+    let mut indices = Vec::new();
+    for name in list {
+        let Some(i) = names.iter().position(|n| n == name) else {
+            return Err(format!("`{name}` is not an earlier layer"));
+        };
+        if indices.contains(&i) {
+            return Err(format!("`{name}` named twice"));
+        }
+        indices.push(i);
+    }
+    Ok(indices)
+}
+
+/// Parses layer `i` (its name, its operation, its inputs if it names
+/// them); the error is prefixed with the layer.
+fn parse_layer(i: usize, value: Value) -> Result<(String, Op, Option<Vec<String>>), String> {
     let Value::Object(mut object) = value else {
         return Err(format!("layer {i}: expected an object, found {}", json::type_name(&value)));
     };
@@ -221,6 +266,26 @@ fn parse_layer(i: usize, value: Value) -> Result<(String, Op), String> {
     let Some(kind) = kind else {
         return Err(format!("{label}: missing field `kind` (`matmul` or `softmax`)"));
     };
+    let inputs = match object.remove("inputs") {
+        None => None,
+        Some(Value::Array(items)) => Some(
+            items
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s),
+                    other => {
+                        Err(format!("{label}: field `inputs`: expected layer names, found {}", json::type_name(&other)))
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(other) => {
+            return Err(format!(
+                "{label}: field `inputs`: expected an array of layer names, found {}",
+                json::type_name(&other)
+            ))
+        }
+    };
     let fields = Value::Object(object);
     let op = match kind.as_str() {
         "matmul" => {
@@ -233,7 +298,7 @@ fn parse_layer(i: usize, value: Value) -> Result<(String, Op), String> {
         }
         other => return Err(format!("{label}: field `kind`: unknown kind `{other}`, expected `matmul` or `softmax`")),
     };
-    Ok((name, op))
+    Ok((name, op, inputs))
 }
 
 /// A shape whose element counts overflow `u64`: the core's shape check
@@ -272,6 +337,40 @@ mod tests {
     }
 
     #[test]
+    fn inputs_make_a_dag_and_their_absence_a_chain() {
+        let mm = |name: &str, inputs: Value| json!({"name": name, "kind": "matmul", "m": 8, "n": 8, "k": 8, "inputs": inputs});
+        let v = json!({"layers": [
+            mm("q", json!([])), mm("k", json!([])), mm("s", json!(["q", "k"])),
+            {"name": "t", "kind": "softmax", "rows": 8, "cols": 8}
+        ]});
+        let g = from_json(v, Path::new("d.json")).unwrap().graph;
+        assert!(!g.is_chain());
+        assert_eq!((g.inputs(0), g.inputs(1), g.inputs(2), g.inputs(3)), (&[][..], &[][..], &[0, 1][..], &[2][..]));
+        let chain = json!({"layers": [{"name": "a", "kind": "softmax", "rows": 8, "cols": 8}, mm("b", json!(["a"]))]});
+        assert!(from_json(chain, Path::new("c.json")).unwrap().graph.is_chain());
+    }
+
+    #[test]
+    fn bad_inputs_are_named() {
+        let mm = |name: &str, inputs: Value| json!({"name": name, "kind": "matmul", "m": 8, "n": 8, "k": 8, "inputs": inputs});
+        let e = error_of(json!({"layers": [mm("a", json!([])), mm("b", json!(["c"]))]}));
+        assert_eq!(e, "m.json: layer 1 (`b`): field `inputs`: `c` is not an earlier layer");
+        let e = error_of(json!({"layers": [mm("a", json!(["a"]))]}));
+        assert_eq!(e, "m.json: layer 0 (`a`): field `inputs`: `a` is not an earlier layer");
+        let e = error_of(json!({"layers": [mm("a", json!([])), mm("b", json!(["a", "a"]))]}));
+        assert_eq!(e, "m.json: layer 1 (`b`): field `inputs`: `a` named twice");
+        let e = error_of(json!({"layers": [mm("a", json!("a"))]}));
+        assert_eq!(e, "m.json: layer 0 (`a`): field `inputs`: expected an array of layer names, found a string");
+        let e = error_of(json!({"layers": [mm("a", json!([1]))]}));
+        assert_eq!(e, "m.json: layer 0 (`a`): field `inputs`: expected layer names, found a number");
+        let many: Vec<Value> = (0..6).map(|i| mm(&format!("l{i}"), json!([]))).collect();
+        let mut layers = many.clone();
+        layers.push(mm("join", json!(["l0", "l1", "l2", "l3", "l4"])));
+        let e = error_of(json!({ "layers": layers }));
+        assert_eq!(e, format!("m.json: layer 6 (`join`): field `inputs`: more than {MAX_INPUTS} inputs"));
+    }
+
+    #[test]
     fn errors_name_file_layer_and_field() {
         let e = error_of(json!({"layers": [{"name": "a", "kind": "matmul", "m": -1, "n": 1, "k": 1}]}));
         assert_eq!(e, "m.json: layer 0 (`a`): field `m`: invalid value: integer `-1`, expected u32");
@@ -307,6 +406,6 @@ mod tests {
             "model `llama3-8b-block` with --seq 100000: layer 1 (`attn_scores`): a tensor of this layer exceeds 4 GiB"
         );
         let e = load("gpt3", None).unwrap_err().to_string();
-        assert!(e.contains("attention, gpt2-block, llama3-8b-block"), "{e}");
+        assert!(e.contains("attention, gpt2-block, llama3-8b-block, llama3-8b-attention, llama3-8b-dag"), "{e}");
     }
 }
