@@ -161,31 +161,36 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
         spec.validate().map_err(BuildError::Spec)?;
         graph.validate().map_err(BuildError::Graph)?;
         k.validate().map_err(BuildError::Coefficient)?;
-        let mut layers: heapless::Vec<LayerPlan<W>, L> = heapless::Vec::new();
+        // Built in place: the layers' tables are most of the stack the
+        // build takes, and a second copy of them would double it.
+        let mut problem = ScheduleProblem {
+            layers: heapless::Vec::new(),
+            edges: PerEdge::new(),
+            chain: graph.is_chain(),
+            rewrite: PerEdge::new(),
+            adjacency: PerEdge::new(),
+            free: PerEdge::new(),
+        };
         for (i, layer) in graph.layers().iter().enumerate() {
             // A layer with no inputs reads the model's input, and one that
             // no layer reads writes the model's output.
             let ends = (graph.inputs(i).is_empty(), !graph.has_consumers(i));
             let plan = Self::plan_layer(i, ends, &layer.op, spec, k)?;
-            layers.push(plan).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
+            problem.layers.push(plan).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
         }
-        let mut edges = PerEdge::new();
-        let mut rewrite = PerEdge::new();
-        let mut adjacency = PerEdge::new();
         for edge in graph.edges() {
-            let (Some(a), Some(b)) = (layers.get(edge.from), layers.get(edge.to)) else {
+            let (Some(a), Some(b)) = (problem.layers.get(edge.from), problem.layers.get(edge.to)) else {
                 // Not reached: a validated graph's edges join its layers.
                 return Err(BuildError::Graph(GraphError::InputNotEarlier { layer: edge.to, input: edge.from }));
             };
             let bytes = a.op.output_bytes();
-            edges.push(edge)?;
-            rewrite.push(cost::rewrite_cost(spec, k, bytes))?;
+            let rewrite = cost::rewrite_cost(spec, k, bytes);
             let tiled = a.domain.iter().any(|s| a.state(s).is_some_and(|s| s.layout == Layout::Tiled));
             let dram = b.domain.iter().any(|s| b.state(s).is_some_and(|s| s.placement == Placement::Dram));
-            adjacency.push(tiled && dram)?;
+            problem.edges.push(edge)?;
+            problem.rewrite.push(rewrite)?;
+            problem.adjacency.push(tiled && dram)?;
         }
-        let chain = graph.is_chain();
-        let mut problem = ScheduleProblem { layers, edges, chain, rewrite, adjacency, free: PerEdge::new() };
         problem.enforce_adjacency()?;
         for edge in 0..problem.edges.len {
             let free = problem.compute_free(edge);

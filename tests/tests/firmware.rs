@@ -77,7 +77,7 @@ fn schedules_on_target_equal_the_hosts_bit_for_bit() {
             compared += 1;
         }
     }
-    assert_eq!(compared, 12);
+    assert_eq!(compared, 16);
 }
 
 #[test]
