@@ -83,11 +83,16 @@ fn parts_that_do_not_belong_together_are_refused() {
     // The same shard twice.
     let e = refused(&[&a, &b, &c, &a], &out, &[]);
     assert!(e.contains("shard 0/3 again"), "{e}");
-    // Another commit, GPU or timing policy.
+    // Another commit, spec, timing policy or partition.
     for (field, value, needle) in [
         ("commit", Value::from("0000000"), "commit `0000000`"),
         ("spec", Value::from("h200"), "spec `h200`"),
         ("timing_policy", serde_json::json!({"warmup": 9}), "timing policy"),
+        (
+            "partition",
+            serde_json::json!({"sms": 16, "of_sms": 132, "sram_per_block_bytes": 232448, "of_sram_per_block_bytes": 232448}),
+            "partition `16 of 132 SMs",
+        ),
     ] {
         let odd = part(dir.path(), &lines, &run, 2, 3, |r| r[field] = value.clone());
         let e = refused(&[&a, &b, &odd], &out, &[]);

@@ -1,6 +1,6 @@
 //! One data set from the parts of a run measured apart (`profile --shard
 //! I/N` on several hosts): the parts must belong together (the same GPU
-//! model, driver, spec, timing policy, commit, inputs and kernel
+//! model, driver, spec, partition, timing policy, commit, inputs and kernel
 //! selection), hold every shard once, each finished, and no key twice.
 //! Gaps are refused unless accepted. The merged folder is written beside
 //! its place and renamed into it, so it is never seen half-written.
@@ -33,6 +33,7 @@ fn identity(run: &RunMeta) -> Vec<(&'static str, String)> {
         ),
         ("driver", smi("driver_version")),
         ("spec", run.spec.clone()),
+        ("partition", run.partition.map_or_else(|| "the whole GPU".to_string(), |p| p.to_string())),
         ("timing policy", run.timing_policy.to_string()),
         ("commit", run.commit.clone()),
         ("seed", run.seed.to_string()),

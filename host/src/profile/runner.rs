@@ -31,9 +31,6 @@ pub fn run(opts: &Options) -> Result<Summary> {
     // What a resumed run would read is checked before the GPU is opened.
     folder.check()?;
     let ordinals = devices(opts)?;
-    if ordinals.len() > 1 && opts.partition.is_some() {
-        bail!("--sms and --smem-kb measure on one GPU: give one GPU (--gpu or --gpus N)");
-    }
     let gpu = Gpu::open_partition(ordinals[0], opts.partition.sms)?;
     one_model(&gpu, &ordinals)?;
     let whole = device_limits(&(opts.spec_for)(&gpu.info)?, &gpu.info);
@@ -243,7 +240,8 @@ impl<'a> GpuWorker<'a> {
         bar: &'a indicatif::ProgressBar,
         seconds: &'a Mutex<Vec<(String, f64)>>,
     ) -> Result<GpuWorker<'a>> {
-        let gpu = Gpu::open(ordinal)?;
+        // Each worker in a green context of its own GPU, as the first.
+        let gpu = Gpu::open_partition(ordinal, opts.partition.sms)?;
         let compiled = Compiled::load(&gpu, ptx, programs)?;
         let blas = Blas::new(&gpu)?;
         Ok(GpuWorker { gpu, compiled, blas, opts, bar, seconds })
