@@ -1,7 +1,7 @@
 //! The exact solver for any DAG: min-sum message passing on a forest,
 //! conditioned on a loop cutset.
 //!
-//! On a chain this is [`exact::solve`] (Viterbi), the
+//! On a chain this is [`crate::exact::solve`] (Viterbi), the
 //! same answer and the same states. A DAG whose undirected interaction
 //! graph has cycles (a residual connection, parallel branches that join
 //! again) is no chain and no tree, and Viterbi's sweep does not apply.
@@ -45,13 +45,13 @@
 //! per layer. Edges whose layers are not below `layer_count` are ignored.
 
 use crate::domain::Domain;
-use crate::exact;
 use crate::problem::{incident, Edge, Problem};
 use crate::propagate;
 use crate::solution::{precheck, Solution, SolveError};
 use crate::state::StateIndex;
+use crate::viterbi;
 
-/// The default budget of cutset assignments, which [`exact::solve`] uses
+/// The default budget of cutset assignments, which [`crate::exact::solve`] uses
 /// when its problem is not a chain.
 pub const DEFAULT_BUDGET: u64 = 1 << 16;
 
@@ -75,8 +75,8 @@ pub fn solve<P: Problem<W>, const L: usize, const W: usize>(
     budget: u64,
 ) -> Result<(Solution<L>, DagStats), SolveError> {
     if p.is_chain() {
-        let (s, st) = exact::solve_chain::<P, L, W>(p)?;
-        let stats = DagStats { cutset_layers: 0, assignments: 1, relaxations: st.relaxations as u64 };
+        let (s, relaxations) = viterbi::solve::<P, L, W>(p)?;
+        let stats = DagStats { cutset_layers: 0, assignments: 1, relaxations: relaxations as u64 };
         return Ok((s, stats));
     }
     solve_general::<P, L, W>(p, budget)

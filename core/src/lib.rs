@@ -73,6 +73,7 @@ pub mod solution;
 pub mod space;
 pub mod spec;
 pub mod state;
+mod viterbi;
 pub mod wfc;
 pub mod wire;
 

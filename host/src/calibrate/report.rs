@@ -58,7 +58,8 @@ pub struct Means {
 }
 
 impl Means {
-    fn of(a: &[Agreement]) -> Means {
+    /// The means over `a` (zeros when it is empty).
+    pub fn of(a: &[Agreement]) -> Means {
         let n = a.len().max(1) as f64;
         let m = |f: fn(&Agreement) -> f64| a.iter().map(f).sum::<f64>() / n;
         Means {

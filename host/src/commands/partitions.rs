@@ -6,7 +6,7 @@
 
 use crate::calibrate::dataset;
 use crate::calibrate::evaluate;
-use crate::calibrate::metrics::Agreement;
+use crate::calibrate::report::Means;
 use crate::calibrate::session::{self, Loaded};
 use crate::cli::PartitionsArgs;
 use crate::describe;
@@ -28,7 +28,8 @@ struct Choice {
 struct Judged {
     label: String,
     partition: Value,
-    agreements: Vec<Agreement>,
+    workloads: usize,
+    means: Means,
     choices: Vec<Choice>,
 }
 
@@ -95,7 +96,7 @@ fn judge(l: &Loaded, k: &hwwfc_core::Coefficients) -> Judged {
         None => "the whole GPU".to_string(),
     };
     let partition = serde_json::to_value(l.data.partition).unwrap_or(Value::Null);
-    Judged { label, partition, agreements, choices }
+    Judged { label, partition, workloads: agreements.len(), means: Means::of(&agreements), choices }
 }
 
 /// The index of the least finite value.
@@ -103,30 +104,21 @@ fn argmin(v: &[f64]) -> Option<usize> {
     v.iter().enumerate().filter(|(_, x)| x.is_finite()).min_by(|a, b| a.1.total_cmp(b.1)).map(|(i, _)| i)
 }
 
-fn mean(v: impl Iterator<Item = f64>) -> f64 {
-    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
-    if n == 0 {
-        f64::NAN
-    } else {
-        s / n as f64
-    }
-}
-
 fn tables(judged: &[Judged], k: &LoadedCoefficients) -> String {
     let mut out = format!("Coefficients: {}, no refit; each partition judged on its own spec.\n\n", k.origin);
     out += "| partition | workloads | rho | tau | first choice, share of best | best in top 4 | best in top 8 |\n";
     out += "|---|---|---|---|---|---|---|\n";
     for j in judged {
-        let a = &j.agreements;
+        let m = &j.means;
         out += &format!(
             "| {} | {} | {:.3} | {:.3} | {:.1}% | {:.1}% | {:.1}% |\n",
             j.label,
-            a.len(),
-            mean(a.iter().map(|x| x.rho)),
-            mean(a.iter().map(|x| x.tau)),
-            100.0 * mean(a.iter().map(|x| x.top1_share)),
-            100.0 * mean(a.iter().map(|x| x.top4_share)),
-            100.0 * mean(a.iter().map(|x| x.top8_share)),
+            j.workloads,
+            m.rho,
+            m.tau,
+            100.0 * m.top1_share,
+            100.0 * m.top4_share,
+            100.0 * m.top8_share,
         );
     }
     out += "\nPer workload: the measured best configuration on each partition, and the model's first choice \
@@ -173,16 +165,16 @@ fn to_json(judged: &[Judged], k: &LoadedCoefficients) -> Value {
     let partitions: Vec<Value> = judged
         .iter()
         .map(|j| {
-            let a = &j.agreements;
+            let m = &j.means;
             json!({
                 "partition": j.partition,
                 "label": j.label,
-                "workloads": a.len(),
-                "mean_rho": mean(a.iter().map(|x| x.rho)),
-                "mean_tau": mean(a.iter().map(|x| x.tau)),
-                "mean_top1_share": mean(a.iter().map(|x| x.top1_share)),
-                "mean_top4_share": mean(a.iter().map(|x| x.top4_share)),
-                "mean_top8_share": mean(a.iter().map(|x| x.top8_share)),
+                "workloads": j.workloads,
+                "mean_rho": m.rho,
+                "mean_tau": m.tau,
+                "mean_top1_share": m.top1_share,
+                "mean_top4_share": m.top4_share,
+                "mean_top8_share": m.top8_share,
                 "choices": j.choices.iter().map(|c| json!({
                     "workload": c.workload,
                     "best": c.best,

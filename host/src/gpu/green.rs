@@ -5,7 +5,7 @@
 //! The driver rounds the SMs asked for to its granularity; [`open`] returns
 //! the count it made, which is what the records and the spec must carry.
 
-use super::device::GpuError;
+use super::error::GpuError;
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;

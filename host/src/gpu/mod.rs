@@ -3,6 +3,7 @@
 //! timing with CUDA events.
 //!
 //! - [`device`]: opening a device and reading what it is and allows;
+//! - [`error`]: why no GPU could be used;
 //! - [`green`]: green contexts, confined to some of a device's SMs;
 //! - [`source`]: the embedded CUDA files and their compilation (NVRTC);
 //! - [`launch`]: one typed launch per kernel signature, the only place
@@ -17,6 +18,7 @@
 
 pub mod blas;
 pub mod device;
+pub mod error;
 pub mod green;
 pub mod launch;
 pub mod source;
