@@ -54,11 +54,16 @@
 //! partial sums, written by every split and read back once, add
 //! `(2 split_k - 1) x 4` bytes per output element to the tile traffic
 //! (what of them the L2 cannot hold, to the DRAM traffic) and to each
-//! block's epilogue. A ping-pong state (two consumer warpgroups,
-//! each with its own tiles in turns) reads B once per tile from shared
-//! memory and stores a tile while the other consumer computes, so a block
-//! slot's chain holds the stores of its last tile only. These terms are
-//! structural, with no coefficient of their own.
+//! block's epilogue; and each unit hands its tile over: it writes its
+//! partial tile fragment by fragment, fences, counts itself in, and the
+//! last unit of a tile reads the others back, a chain of round trips
+//! through the L2 that its warps wait for (`split_sync_us` a unit and
+//! `split_partial_us_per_kib` per KiB of partial tile, fitted: measured
+//! on the H100 and the H200, it runs far below the L2's bandwidth). A
+//! ping-pong state (two consumer warpgroups, each with its own tiles in
+//! turns) reads B once per tile from shared memory and stores a tile
+//! while the other consumer computes, so a block slot's chain holds the
+//! stores of its last tile only (but every hand-over).
 //!
 //! They combine in a smooth maximum `(c^p + m^p + h^p + s^p)^(1/p)`
 //! (compute, memory, chain, shared memory), so no term saturates the
@@ -86,7 +91,7 @@ use serde::{Deserialize, Serialize};
 /// their meaning): stored in coefficient files, as the JSON wrapper's
 /// `format_version` and as the third header byte of the wire format
 /// ([`crate::wire`]), and required when they are read.
-pub const COEFFICIENTS_VERSION: u8 = 7;
+pub const COEFFICIENTS_VERSION: u8 = 8;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -127,7 +132,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 26;
+pub const COEFFICIENT_COUNT: usize = 30;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -199,6 +204,28 @@ coefficients! {
     /// microseconds: its epilogue, which the consumers do not overlap
     /// with the next tile's products, and the pipeline's refill.
     tma_tile_overhead_us = 1.0;
+    /// Fixed cost of one split-K unit's hand-over, in microseconds: the
+    /// fence after its partial sums and the atomic count of the splits
+    /// that have arrived, a round trip to the L2 that the tile's epilogue
+    /// waits for.
+    split_sync_us = 2.0;
+    /// Time of one KiB of a split-K unit's fp32 partial sums (the rows and
+    /// columns of its tile inside the matrix), written by the unit's warps
+    /// fragment by fragment and, for the last of a tile's splits, read
+    /// back from the others, in microseconds.
+    split_partial_us_per_kib = 0.25;
+    /// What one SM can draw from the memory system (its port to the L2,
+    /// whether the bytes hit there or come from DRAM), over its peak fp16
+    /// matrix arithmetic, in bytes per flop: a grid on few SMs (a small
+    /// grid, or a partition of the GPU) draws at most that many SMs' worth,
+    /// however much of the DRAM bandwidth the others leave.
+    sm_bytes_per_flop = 0.006;
+    /// Exponent of the smooth maximum for the Hopper matmul
+    /// ([`Placement::Tma`]), in place of `overlap_exponent`: its producer
+    /// warpgroup, the copy engine and the consumers' asynchronous `wgmma`
+    /// overlap loads, shared-memory reads and arithmetic more fully than
+    /// one warp doing all of them in turn.
+    tma_overlap_exponent = 8.0;
 }
 
 impl Coefficients {
@@ -278,17 +305,35 @@ pub fn grid(spec: &HardwareSpec, op: &Op, state: &State) -> Grid {
     Grid { blocks, occupancy, waves, blocks_per_sm: ceil_div(blocks, sms), last_wave_fill: last as f32 / slots as f32 }
 }
 
+/// What one SM of a CUDA device can draw from the memory system, in bytes per microsecond
+/// ([`Coefficients::sm_bytes_per_flop`] of its share of the peak: a
+/// partition's SMs keep their own rate).
+fn sm_draw(spec: &HardwareSpec, c: &Coefficients) -> f32 {
+    if !spec.space.is_cuda() {
+        // A scratchpad accelerator's cores are fed by DMA, not by ports of
+        // their own: no bound of this kind.
+        return f32::INFINITY;
+    }
+    spec.peak_flop_per_us(DType::F16) / spec.sm_count.max(1) as f32 * c.sm_bytes_per_flop
+}
+
+/// SMs that the grid keeps busy.
+fn active_sms(spec: &HardwareSpec, g: &Grid) -> f32 {
+    (g.blocks as f32).min(spec.sm_count.max(1) as f32)
+}
+
 /// DRAM bandwidth the grid can draw, in bytes per microsecond: the
-/// streaming rate, lowered by the latency that the bytes in flight do not
-/// cover (Little's law, combined harmonically with the streaming rate). A scratchpad (`Sram`) tile is
+/// streaming rate (at most what its busy SMs can draw), lowered by the
+/// latency that the bytes in flight do not cover (Little's law, combined
+/// harmonically with the streaming rate). A scratchpad (`Sram`) tile is
 /// moved by DMA as a whole, so only loads issued by threads are bounded.
 fn bandwidth(spec: &HardwareSpec, c: &Coefficients, g: &Grid, s: &State, in_flight_per_block: f32) -> f32 {
     let streaming = spec.dram_bytes_per_us() * c.memory_efficiency;
     if s.placement == Placement::Sram {
         return streaming.max(1.0);
     }
-    let sms = spec.sm_count.max(1) as f32;
-    let active = (g.blocks as f32).min(sms);
+    let active = active_sms(spec, g);
+    let streaming = streaming.min(active * sm_draw(spec, c));
     let little = active * g.resident() * in_flight_per_block / c.memory_latency_us;
     // Each request waits its latency and its turn at the streaming rate.
     (1.0 / (1.0 / streaming + 1.0 / little.max(1e-9))).max(1.0)
@@ -311,7 +356,7 @@ fn latency_hiding(w: f32, half: f32) -> f32 {
 
 /// The smooth maximum `(sum t^p)^(1/p)` of the bounds of a body, with the
 /// block-dispatch bound of the grid among them.
-fn smooth_max(c: &Coefficients, g: &Grid, terms: [f32; 4]) -> f32 {
+fn smooth_max(c: &Coefficients, p: f32, g: &Grid, terms: [f32; 4]) -> f32 {
     let dispatch = g.blocks_per_sm as f32 * c.block_dispatch_us;
     let all = [terms[0], terms[1], terms[2], terms[3], dispatch];
     let m = all.iter().fold(0.0f32, |a, &b| a.max(b));
@@ -319,7 +364,6 @@ fn smooth_max(c: &Coefficients, g: &Grid, terms: [f32; 4]) -> f32 {
         return 0.0;
     }
     // Scale by the largest term so the powers stay in range.
-    let p = c.overlap_exponent;
     let s = all.iter().fold(0.0f32, |acc, &t| acc + libm::powf(t / m, p));
     m * libm::powf(s, 1.0 / p)
 }
@@ -389,7 +433,8 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let dram = unique + c.l2_miss_rate * (traffic - unique).max(0.0);
     let in_flight = stage_bytes * (s.stages.max(2) - 1) as f32;
     let bw = bandwidth(spec, c, g, s, in_flight);
-    let t_memory = (dram / bw).max(traffic / (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio));
+    let l2_rate = (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c));
+    let t_memory = (dram / bw).max(traffic / l2_rate);
 
     // Steps: those a slot runs back to back; a pipeline of `stages`
     // buffers keeps `stages - 1` loads ahead of the compute.
@@ -420,17 +465,30 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
 
     // Per block: filling the pipeline and writing the output tile, whose
     // stores scatter over the rows of the mma fragments.
-    let store_bw = spec.dram_bytes_per_us() * c.store_efficiency / (sms * g.resident());
+    let store_bw = (spec.dram_bytes_per_us() / sms).min(sm_draw(spec, c)) * c.store_efficiency / g.resident();
     let overhead = if s.placement == Placement::Tma { c.tma_tile_overhead_us } else { c.block_overhead_us };
     // A split-K unit stores fp32 partials; one unit in `split` also reads
     // the others' and stores the output.
     let tile_bytes = if split > 1.0 { 4.0 + ((split - 1.0) * 4.0 + e) / split } else { e };
     let store = bm * bn * tile_bytes / store_bw;
-    // Ping-pong: a tile's stores run under the other consumer's main loop,
-    // so a block slot waits for its last tile's alone.
-    let (per_block, last) = if s.pingpong { (overhead, store) } else { (overhead + store, 0.0) };
+    // Split-K's hand-over: every unit writes its partial tile (the part
+    // inside the matrix) and counts itself in; the last of a tile's
+    // `split` units reads the other `split - 1` back: `(2 split - 1) /
+    // split` partial tiles a unit on average.
+    let handover = if split > 1.0 {
+        let kib = bm.min(m) * bn.min(n) * 4.0 / 1024.0;
+        c.split_sync_us + kib * (2.0 * split - 1.0) / split * c.split_partial_us_per_kib
+    } else {
+        0.0
+    };
+    // Ping-pong: a tile's stores run under the other consumer's main
+    // loop, so a block slot waits for its last tile's alone. The
+    // hand-over is not hidden (measured: split-K costs a ping-pong state
+    // as much as the others).
+    let (per_block, last) = if s.pingpong { (overhead + handover, store) } else { (overhead + store + handover, 0.0) };
     let t_chain = chain(g, t_steps, t_compute, per_block) + last;
-    smooth_max(c, g, [t_compute, t_memory, t_chain, t_smem])
+    let p = if s.placement == Placement::Tma { c.tma_overlap_exponent } else { c.overlap_exponent };
+    smooth_max(c, p, g, [t_compute, t_memory, t_chain, t_smem])
 }
 
 /// The body of a softmax.
@@ -480,7 +538,7 @@ fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows
     // Per block: the block-wide reduction, one turn per warp.
     let per_block = c.softmax_block_overhead_us + (5.0 + s.warps() as f32) * c.reduce_us_per_warp;
     let t_chain = chain(g, t_steps, t_compute, per_block);
-    smooth_max(c, g, [t_compute, t_memory, t_chain, 0.0])
+    smooth_max(c, c.overlap_exponent, g, [t_compute, t_memory, t_chain, 0.0])
 }
 
 /// Time to rewrite a tensor of `bytes` once (read and write) as a separate

@@ -266,9 +266,11 @@ impl HardwareSpec {
     /// which are the whole device's, scale with the SMs kept. The DRAM
     /// bandwidth and the L2 stay the whole device's: a partition shares them
     /// with the rest of the GPU, and the spec describes a tenant that runs
-    /// alone; the cost model's latency-bound bandwidth (bytes in flight per
-    /// resident block) is what limits a few SMs' reach. The name is kept, so
-    /// that coefficients fitted on the whole GPU apply.
+    /// alone. What limits a few SMs' reach is in the cost model: each SM
+    /// draws at most its own port's rate (`sm_bytes_per_flop` of its share
+    /// of the peak, fitted on the whole GPU, where small grids leave SMs
+    /// idle) and what its bytes in flight allow. The name is kept, so that
+    /// coefficients fitted on the whole GPU apply.
     pub fn partition(
         &self,
         sms: Option<u32>,

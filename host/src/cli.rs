@@ -61,6 +61,12 @@ pub enum Command {
     /// agreement per partition, and per workload the measured best and the
     /// model's first choice on each partition.
     Partitions(PartitionsArgs),
+    /// Two tenants sharing one GPU, each on its own partition of the SMs
+    /// (a green context): the split of least predicted makespan, each
+    /// tenant scheduled for its partition; with --measure, both run at once
+    /// on the GPU against each alone and against both whole-GPU schedules
+    /// one after the other.
+    Tenants(TenantsArgs),
 }
 
 /// Options of `hwwfc merge`.
@@ -152,6 +158,12 @@ pub struct TuneArgs {
     /// Use coefficients fitted for another spec or GPU (with a warning).
     #[arg(long)]
     pub allow_other_gpu: bool,
+
+    /// Tune on a partition of the GPU: a green context of N SMs and a
+    /// per-block shared-memory budget (as `profile --sms`, `--smem-kb`);
+    /// the model ranks for the partition's spec.
+    #[command(flatten)]
+    pub partition: crate::input::partition::PartitionArgs,
 }
 
 /// Options of `hwwfc calibrate`.
@@ -222,6 +234,66 @@ pub struct PartitionsArgs {
     /// means and per-workload choices) instead of the tables.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Options of `hwwfc tenants`.
+#[derive(Debug, Args)]
+pub struct TenantsArgs {
+    /// Hardware spec of the whole GPU: a built-in name or a spec file (as
+    /// for schedule).
+    #[arg(long, value_name = "FILE|NAME", default_value = "h200")]
+    pub spec: String,
+
+    /// Tenant A's model: a built-in name or a model file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "llama3-8b-block")]
+    pub model_a: String,
+
+    /// Sequence length of tenant A's built-in model (default: 2048).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_SEQ))]
+    pub seq_a: Option<u32>,
+
+    /// Tenant B's model: a built-in name or a model file.
+    #[arg(long, value_name = "NAME|FILE", default_value = "llama3-8b-block")]
+    pub model_b: String,
+
+    /// Sequence length of tenant B's built-in model (default: 1, one
+    /// token).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_SEQ))]
+    pub seq_b: Option<u32>,
+
+    /// Cost-model coefficients, JSON or .postcard (default: the calibrated
+    /// ones built in for the spec, else the defaults).
+    #[arg(long, value_name = "FILE")]
+    pub coefficients: Option<PathBuf>,
+
+    /// Use a coefficients file fitted for another spec anyway (with a
+    /// warning).
+    #[arg(long)]
+    pub allow_other_gpu: bool,
+
+    /// Give tenant A this many SMs (a multiple of --granularity) instead of
+    /// the split the plan chooses.
+    #[arg(long, value_name = "N")]
+    pub split: Option<u32>,
+
+    /// Every partition is a multiple of this many SMs (the driver's step
+    /// for a green context: 8 on Hopper).
+    #[arg(long, value_name = "N", default_value_t = crate::tenants::DEFAULT_GRANULARITY)]
+    pub granularity: u32,
+
+    /// Print one JSON object instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also run the tenants on the GPU: each alone on its partition (its
+    /// own schedule and the whole GPU's), both at once, and both whole-GPU
+    /// schedules one after the other on the whole GPU.
+    #[arg(long)]
+    pub measure: bool,
+
+    /// CUDA device for --measure.
+    #[arg(long, default_value_t = 0)]
+    pub gpu: usize,
 }
 
 /// Options of `hwwfc report`.

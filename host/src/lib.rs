@@ -6,6 +6,7 @@
 //! ```text
 //! input/         spec, model, coefficient and workloads files, and the built-ins
 //! solve.rs       building the problem and running the solvers, timed
+//! tenants.rs     two tenants on partitions of one GPU: the split and their schedules
 //! output/        the schedule table, its JSON form, the problem dump
 //! gpu/           the CUDA device, NVRTC, typed kernel launches, cuBLAS, event timing
 //! family/        kernel families: one module per family behind one interface
@@ -43,5 +44,6 @@ pub mod output;
 pub mod profile;
 pub mod solve;
 pub mod stats;
+pub mod tenants;
 pub mod timing;
 pub mod tuning;

@@ -185,3 +185,45 @@ fn partitions_are_judged_side_by_side_each_on_its_spec() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("| the whole GPU |") && text.contains("| 16 of 132 SMs, 227 of 227 KiB"), "{text}");
 }
+
+/// The built-in h200 spec as a file, with `partition` added to it.
+fn spec_file_with(dir: &std::path::Path, partition: serde_json::Value) -> String {
+    let text = std::fs::read_to_string(common::repo().join("specs/h200.json")).unwrap();
+    let mut spec: serde_json::Value = serde_json::from_str(&text).unwrap();
+    spec["partition"] = partition;
+    let path = dir.join("h200-part.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_spec_file_may_name_its_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = spec_file_with(dir.path(), serde_json::json!({"sms": 32, "smem_kb": 100}));
+    let model = ["--model", "llama3-8b-block"];
+    let from_file = schedule_json(&[&model[..], &["--spec", &file]].concat());
+    let from_flags = schedule_json(&[&model[..], &["--spec", "h200", "--sms", "32", "--smem-kb", "100"]].concat());
+    assert_eq!(from_file["partition"], from_flags["partition"]);
+    assert_eq!(from_file["partition"]["sms"], 32);
+    assert_eq!(total(&from_file), total(&from_flags));
+    assert_eq!(from_file["layers"], from_flags["layers"]);
+    // A second partition on top of the file's is refused, as is a file's
+    // partition where the command measures on the whole GPU.
+    let e = schedule_error(&["--spec", &file, "--sms", "16"]);
+    assert!(e.contains("names a partition already") && e.contains("32 of 132 SMs"), "{e}");
+    let out = common::hwwfc()
+        .args(["profile", "--plan", "--spec", &file, "--workloads", "calib-data/workloads.json", "--out"])
+        .arg(dir.path().join("empty"))
+        .current_dir(common::repo())
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && e.contains("--sms and --smem-kb"), "{e}");
+    // What the file's partition cannot be is one line naming the field.
+    let bad = spec_file_with(dir.path(), serde_json::json!({"sms": 500}));
+    let e = schedule_error(&["--spec", &bad]);
+    assert!(e.contains("field `partition`") && e.contains("500 SMs"), "{e}");
+    let bad = spec_file_with(dir.path(), serde_json::json!({"cores": 4}));
+    let e = schedule_error(&["--spec", &bad]);
+    assert!(e.contains("field `partition`") && e.contains("cores"), "{e}");
+}

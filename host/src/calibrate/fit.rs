@@ -35,7 +35,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 23] = [
+const FITTED: [(&str, Map); 27] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -59,6 +59,10 @@ const FITTED: [(&str, Map); 23] = [
     ("combine_ops", Map::Positive),
     ("tma_efficiency", Map::Share),
     ("tma_tile_overhead_us", Map::Positive),
+    ("split_sync_us", Map::Positive),
+    ("split_partial_us_per_kib", Map::Positive),
+    ("sm_bytes_per_flop", Map::Positive),
+    ("tma_overlap_exponent", Map::AboveOne),
 ];
 
 fn slot(name: &str) -> Option<usize> {

@@ -37,7 +37,7 @@ pub fn with_spec(data: Dataset, dir: &Path, spec: Option<&str>) -> Result<Loaded
         anyhow::bail!("{}: too few records to fit: no successful kernel measurement", dir.display());
     }
     let base = match spec {
-        Some(s) => crate::input::spec_file::load(s)?.spec,
+        Some(s) => crate::input::spec_file::load(s)?.whole()?,
         None => crate::input::spec_file::builtin_for_device(&data.device.name)?,
     };
     let spec_name = base.name.to_string();

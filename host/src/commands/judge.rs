@@ -105,7 +105,7 @@ pub fn run(args: &JudgeArgs) -> Result<()> {
         args.passes
     );
     let spec_arg = match &args.spec {
-        Some(s) => Some(spec_file::load(s)?.spec),
+        Some(s) => Some(spec_file::load(s)?.whole()?),
         None => None,
     };
     let spec_for: SharedSpecFor = Arc::new(move |info: &crate::gpu::DeviceInfo| match &spec_arg {

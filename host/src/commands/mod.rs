@@ -12,6 +12,8 @@
 //!   exhaustive best.
 //! - [`merge`]: one run folder from the shards of a run measured apart.
 //! - [`partitions`]: judge a cost model on several partitions of one GPU.
+//! - [`tenants`]: two tenants on partitions of one GPU: the split, their
+//!   schedules, and with `--measure` both at once on the GPU.
 //!
 //! A new command gets a module here, a variant of
 //! [`crate::cli::Command`] and a line in [`run`].
@@ -23,6 +25,7 @@ pub mod partitions;
 pub mod profile;
 pub mod report;
 pub mod schedule;
+pub mod tenants;
 pub mod tune;
 
 use crate::cli::Command;
@@ -39,5 +42,6 @@ pub fn run(command: &Command) -> Result<()> {
         Command::Judge(args) => judge::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Partitions(args) => partitions::run(args),
+        Command::Tenants(args) => tenants::run(args),
     }
 }

@@ -38,7 +38,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let workloads = workload_file::load(&args.workloads)?;
     let select = kernels(&args.kernels)?;
     let spec = match &args.spec {
-        Some(s) => Some(spec_file::load(s)?.spec),
+        Some(s) => Some(spec_file::load(s)?.whole()?),
         None => None,
     };
     let label = args.label.clone().unwrap_or_else(|| {

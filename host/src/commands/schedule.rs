@@ -11,10 +11,7 @@ use anyhow::Result;
 
 /// Runs the command.
 pub fn run(args: &ScheduleArgs) -> Result<()> {
-    let mut spec = spec_file::load(&args.spec)?;
-    let (cut, partition) = args.partition.apply(&spec.spec)?;
-    spec.spec = cut;
-    spec.partition = partition;
+    let spec = spec_file::load(&args.spec)?.cut(&args.partition)?;
     let model = model_file::load(&args.model, args.seq)?;
     // Calibrated coefficients, where the binary has them for this spec,
     // unless a file is given.

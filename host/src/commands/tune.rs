@@ -22,7 +22,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     };
     let given = loaded.as_ref().map(|l| l.coefficients);
     let spec_arg = match &args.spec {
-        Some(s) => Some(spec_file::load(s)?.spec),
+        Some(s) => Some(spec_file::load(s)?.whole()?),
         None => None,
     };
     // Read before the GPU work, so that a bad folder fails at once.
@@ -63,6 +63,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         spec_for,
         coefficients,
         reference,
+        partition: args.partition,
     })?;
     print_table(&run.rows, top_k, run.compile_s);
     let json = serde_json::json!({

@@ -102,6 +102,16 @@ impl Gpu {
     }
 }
 
+impl Gpu {
+    /// The SMs a persistent kernel's grid is sized for: the green
+    /// context's where the GPU was opened on a partition (as the cost
+    /// model's grid on the partition's spec), else the device's (the
+    /// device attribute counts every SM, inside a green context too).
+    pub fn launch_sms(&self) -> u32 {
+        self.partition_sms.unwrap_or(self.info.sm_count)
+    }
+}
+
 impl DeviceInfo {
     fn read(ordinal: usize, ctx: &Arc<CudaContext>) -> Result<DeviceInfo, GpuError> {
         let attr = |a: Attr| ctx.attribute(a).map(|v| v.max(0) as u32).map_err(err);

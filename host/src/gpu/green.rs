@@ -4,6 +4,8 @@
 //!
 //! The driver rounds the SMs asked for to its granularity; [`open`] returns
 //! the count it made, which is what the records and the spec must carry.
+//! [`open_pair`] makes two disjoint green contexts on one device, one per
+//! tenant of `hwwfc tenants`.
 
 use super::error::GpuError;
 use cudarc::driver::sys;
@@ -21,6 +23,41 @@ fn check(r: sys::CUresult, what: &str) -> Result<(), GpuError> {
 /// A green context of at least `sms` SMs on device `ordinal` (the driver
 /// has been initialized): its context, a stream in it, and the SMs it has.
 pub fn open(ordinal: usize, sms: u32) -> Result<(Arc<CudaContext>, Arc<CudaStream>, u32), GpuError> {
+    let (dev, all) = device_sms(ordinal)?;
+    let (mut part, _rest, made) = split(&all, sms, "the device")?;
+    let (ctx, stream) = context(ordinal, dev, &mut part)?;
+    Ok((ctx, stream, made))
+}
+
+/// One of the green contexts of [`open_pair`].
+pub struct GreenPart {
+    /// The green context (as a plain context: modules, memory, events).
+    pub ctx: Arc<CudaContext>,
+    /// A stream of the green context, every launch of its tenant.
+    pub stream: Arc<CudaStream>,
+    /// The SMs the driver gave it.
+    pub sms: u32,
+}
+
+/// Two disjoint green contexts on device `ordinal` (the driver has been
+/// initialized): `a` SMs split off the device, then `b` SMs split off what
+/// is left, each with a stream of its own. The driver rounds each count up
+/// to its granularity; the [`GreenPart::sms`] are what it made. SMs left
+/// over belong to neither.
+pub fn open_pair(ordinal: usize, a: u32, b: u32) -> Result<(GreenPart, GreenPart), GpuError> {
+    let (dev, all) = device_sms(ordinal)?;
+    let (mut part_a, rest, made_a) = split(&all, a, "the device")?;
+    let (mut part_b, _left, made_b) = split(&rest, b, &format!("the SMs left after the first {made_a}"))?;
+    let (ctx_a, stream_a) = context(ordinal, dev, &mut part_a)?;
+    let (ctx_b, stream_b) = context(ordinal, dev, &mut part_b)?;
+    Ok((
+        GreenPart { ctx: ctx_a, stream: stream_a, sms: made_a },
+        GreenPart { ctx: ctx_b, stream: stream_b, sms: made_b },
+    ))
+}
+
+/// Device `ordinal` and the resource description of all its SMs.
+fn device_sms(ordinal: usize) -> Result<(sys::CUdevice, sys::CUdevResource), GpuError> {
     let mut dev: sys::CUdevice = 0;
     // SAFETY: writes one device handle.
     check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as i32) }, "cuDeviceGet")?;
@@ -31,29 +68,50 @@ pub fn open(ordinal: usize, sms: u32) -> Result<(Arc<CudaContext>, Arc<CudaStrea
         unsafe { sys::cuDeviceGetDevResource(dev, &mut all, sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM) },
         "cuDeviceGetDevResource",
     )?;
-    // SAFETY: `all` was written by the driver as an SM resource.
-    let available = unsafe { all.__bindgen_anon_1.sm.smCount };
+    Ok((dev, all))
+}
+
+/// Splits one group of at least `sms` SMs off the SM resource `input`
+/// (named `what` in errors): the group, the rest, and the group's SMs.
+fn split(
+    input: &sys::CUdevResource,
+    sms: u32,
+    what: &str,
+) -> Result<(sys::CUdevResource, sys::CUdevResource, u32), GpuError> {
+    // SAFETY: `input` was written by the driver as an SM resource.
+    let available = unsafe { input.__bindgen_anon_1.sm.smCount };
     if sms > available {
-        return Err(GpuError::Driver(format!("a green context of {sms} SMs: the device has {available}")));
+        return Err(GpuError::Driver(format!("a green context of {sms} SMs: {what} has {available}")));
     }
-    // SAFETY: as above.
+    // SAFETY: the resource structs are plain C data, zero a valid start.
     let mut part: sys::CUdevResource = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
     let mut rest: sys::CUdevResource = unsafe { std::mem::zeroed() };
     let mut groups: u32 = 1;
     // SAFETY: one group asked for, one result slot given.
     check(
-        unsafe { sys::cuDevSmResourceSplitByCount(&mut part, &mut groups, &all, &mut rest, 0, sms) },
+        unsafe { sys::cuDevSmResourceSplitByCount(&mut part, &mut groups, input, &mut rest, 0, sms) },
         "cuDevSmResourceSplitByCount",
     )?;
     if groups != 1 {
-        return Err(GpuError::Driver(format!("the driver could not split off {sms} of {available} SMs")));
+        return Err(GpuError::Driver(format!("the driver could not split off {sms} of the {available} SMs of {what}")));
     }
     // SAFETY: written by the driver as an SM resource.
     let made = unsafe { part.__bindgen_anon_1.sm.smCount };
+    Ok((part, rest, made))
+}
+
+/// A green context of device `dev` on the SM resource `part`, as a plain
+/// context, and a non-blocking stream of it; both live as long as the
+/// process.
+fn context(
+    ordinal: usize,
+    dev: sys::CUdevice,
+    part: &mut sys::CUdevResource,
+) -> Result<(Arc<CudaContext>, Arc<CudaStream>), GpuError> {
     let mut desc: sys::CUdevResourceDesc = std::ptr::null_mut();
     // SAFETY: one resource in, one descriptor out.
-    check(unsafe { sys::cuDevResourceGenerateDesc(&mut desc, &mut part, 1) }, "cuDevResourceGenerateDesc")?;
+    check(unsafe { sys::cuDevResourceGenerateDesc(&mut desc, part, 1) }, "cuDevResourceGenerateDesc")?;
     let mut green: sys::CUgreenCtx = std::ptr::null_mut();
     let flags = sys::CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM as u32;
     // SAFETY: a descriptor the driver made for this device.
@@ -74,5 +132,5 @@ pub fn open(ordinal: usize, sms: u32) -> Result<(Arc<CudaContext>, Arc<CudaStrea
     // SAFETY: the stream belongs to `ctx`'s green context and is never
     // destroyed (it lives as long as the process, like the context).
     let stream = unsafe { ctx.wrap_borrowed_stream(raw_stream) };
-    Ok((ctx, stream, made))
+    Ok((ctx, stream))
 }

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Args)]
 pub struct PartitionArgs {
     /// Schedule for a partition of this many of the spec's SMs (such as a
-    /// green context's): the arithmetic rates scale with the SMs, the DRAM
-    /// bandwidth and the L2 stay the whole GPU's.
+    /// green context's): the arithmetic rates scale with the SMs; the DRAM
+    /// bandwidth and the L2 stay the whole GPU's, of which each SM draws at
+    /// most its own port's rate.
     #[arg(long, value_name = "N")]
     pub sms: Option<u32>,
 

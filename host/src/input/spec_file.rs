@@ -8,6 +8,13 @@
 //!   programming guide, or "virtual accelerator");
 //! - `notes` (optional): anything else a reader should know.
 //!
+//! A spec file may also describe a partition of the GPU it names: an
+//! optional `partition` object, `{"sms": N, "smem_kb": K}` (either may be
+//! left out), with the meaning of `--sms` and `--smem-kb`
+//! ([`super::partition`]); the spec loaded is the partition's. Commands
+//! that measure (and `tenants`, which splits the whole GPU) want the whole
+//! GPU's spec and take the partition from `--sms` and `--smem-kb`.
+//!
 //! Unknown fields are rejected. Every error names the file and the field:
 //! a missing field, a wrong type or a negative number comes from the
 //! deserializer (with the field's path), a zero or inconsistent value from
@@ -17,6 +24,7 @@
 //! so `--spec h200` works from any directory.
 
 use super::json;
+use super::partition::PartitionArgs;
 use anyhow::{anyhow, bail, Result};
 use hwwfc_core::HardwareSpec;
 use std::path::{Path, PathBuf};
@@ -106,6 +114,13 @@ pub fn from_json(value: serde_json::Value, origin: Origin) -> Result<LoadedSpec>
     let fail = |e: json::FieldError| anyhow!("{origin}: {e}");
     let source = json::take_string(&mut object, "source").map_err(fail)?;
     let notes = json::take_string(&mut object, "notes").map_err(fail)?;
+    let asked = match object.remove("partition") {
+        Some(v) => {
+            let p: FilePartition = json::from_value(v).map_err(|e| anyhow!("{origin}: field `partition`: {e}"))?;
+            Some(PartitionArgs { sms: p.sms, smem_kb: p.smem_kb })
+        }
+        None => None,
+    };
     let spec: HardwareSpec = json::from_value(serde_json::Value::Object(object)).map_err(fail)?;
     let Some(source) = source else {
         bail!("{origin}: missing field `source` (where the figures come from)");
@@ -114,7 +129,50 @@ pub fn from_json(value: serde_json::Value, origin: Origin) -> Result<LoadedSpec>
         bail!("{origin}: field `source`: must not be empty");
     }
     spec.validate().map_err(|e| anyhow!("{origin}: invalid spec: {e}"))?;
-    Ok(LoadedSpec { spec, source, notes, origin, partition: None })
+    let (spec, partition) = match asked {
+        Some(args) => args.apply(&spec).map_err(|e| anyhow!("{origin}: field `partition`: {e}"))?,
+        None => (spec, None),
+    };
+    Ok(LoadedSpec { spec, source, notes, origin, partition })
+}
+
+/// The `partition` object of a spec file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePartition {
+    sms: Option<u32>,
+    smem_kb: Option<u32>,
+}
+
+impl LoadedSpec {
+    /// The spec cut to the partition `args` asks for (`--sms`,
+    /// `--smem-kb`); unchanged if it asks none. A file that names a
+    /// partition of its own takes no second one.
+    pub fn cut(self, args: &PartitionArgs) -> Result<LoadedSpec> {
+        if !args.is_some() {
+            return Ok(self);
+        }
+        if let Some(p) = self.partition {
+            bail!(
+                "{}: the file names a partition already ({p}); give --sms and --smem-kb with the whole GPU's spec, or neither",
+                self.origin
+            );
+        }
+        let (spec, partition) = args.apply(&self.spec)?;
+        Ok(LoadedSpec { spec, partition, ..self })
+    }
+
+    /// The spec of the whole GPU, for the commands that measure on it (or
+    /// split it): a file that names a partition is refused.
+    pub fn whole(self) -> Result<HardwareSpec> {
+        match self.partition {
+            Some(p) => bail!(
+                "{}: the file names a partition ({p}); this command wants the whole GPU's spec, and the partition from --sms and --smem-kb",
+                self.origin
+            ),
+            None => Ok(self.spec),
+        }
+    }
 }
 
 /// The built-in spec whose name appears in a device's name, such as `h200`

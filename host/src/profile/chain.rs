@@ -1,7 +1,9 @@
 //! Running a whole schedule on the GPU: every layer's kernel in its chosen
-//! configuration, back to back, timed end to end ([`time_chain`]); and
-//! beside it every configuration of every layer's shape, so that each
-//! layer's choice meets its best ([`measure_schedule`]).
+//! configuration, back to back, timed end to end ([`time_chain`] on a
+//! device, [`time_chain_on`] an opened GPU or green context); a
+//! [`PreparedChain`] for a caller that runs several chains at once, layer
+//! by layer; and beside it every configuration of every layer's shape, so
+//! that each layer's choice meets its best ([`measure_schedule`]).
 //!
 //! Each layer gets its own random inputs of its own shape (the layers of a
 //! built-in block are not shape-compatible tensors of one another: the
@@ -11,13 +13,16 @@
 
 use crate::family::{self, Config, Inputs, Tools, Workspace};
 use crate::gpu::blas::Blas;
+use crate::gpu::source;
 use crate::gpu::support::{Support, SEED};
 use crate::gpu::timer::Timer;
-use crate::gpu::{Gpu, Timing, TimingPolicy};
+use crate::gpu::{Gpu, Program, Timing, TimingPolicy};
 use crate::input::workload_file::Workload;
 use anyhow::{anyhow, Result};
 use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
 
 struct Layer<'a> {
     f: CudaFunction,
@@ -30,44 +35,135 @@ fn drv(e: DriverError) -> anyhow::Error {
     anyhow!("{e:?}")
 }
 
-/// Times the layers (workload and configuration) run back to back, with
-/// the L2 flushed before each repeat of the whole chain.
-pub fn time_chain(ordinal: usize, layers: &[(Workload, Config)], policy: &TimingPolicy) -> Result<Timing> {
-    let gpu = Gpu::open(ordinal)?;
-    let arch = gpu.info.arch();
-    let support = Support::compile(&gpu)?;
-    let blas = Blas::new(&gpu)?;
-    let tools = Tools { gpu: &gpu, support: &support, blas: &blas };
-    let mut prepared = Vec::new();
-    for (i, (w, c)) in layers.iter().enumerate() {
-        let op = w.op().ok_or_else(|| anyhow!("layer `{}` is not a matmul or softmax", w.name()))?;
-        let family = family::for_config(op.kind(), c);
-        let ptx = family.program(c).compile(&arch).map_err(|e| anyhow!("layer `{}`: {e}", w.name()))?;
-        let module = gpu.ctx.load_module(ptx).map_err(drv)?;
-        let f = module.load_function(family.entry()).map_err(drv)?;
-        let cfg = family.launch(&op, c, gpu.info.sm_count);
-        if cfg.shared_mem_bytes > 0 {
-            f.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                cfg.shared_mem_bytes as i32,
-            )
-            .map_err(drv)?;
+/// The machine code of the kernels of some chains, each program compiled
+/// once (in parallel) and loadable into any context of the device.
+pub struct Kernels {
+    ptx: HashMap<Program, Ptx>,
+}
+
+impl Kernels {
+    /// Compiles every distinct program of the layers of `chains` for
+    /// `arch` (such as `sm_90`); an error names a layer that needs the
+    /// program.
+    pub fn compile(arch: &str, chains: &[&[(Workload, Config)]]) -> Result<Kernels> {
+        let mut programs = Vec::new();
+        let mut needed_by: HashMap<Program, String> = HashMap::new();
+        for (w, c) in chains.iter().flat_map(|chain| chain.iter()) {
+            let program = program_of(w, c)?;
+            if !needed_by.contains_key(&program) {
+                needed_by.insert(program.clone(), w.name().to_string());
+                programs.push(program);
+            }
         }
-        let seed = SEED.wrapping_add(1000 + 2 * i as u32);
-        let workspace = family.workspace(tools, &op, Inputs { sets: 1, seed, reference: false })?;
-        prepared.push(Layer { f, c: *c, cfg, workspace });
+        let mut ptx = HashMap::new();
+        for (program, compiled) in source::compile_all(&programs, arch) {
+            let code = compiled
+                .map_err(|e| anyhow!("layer `{}`: {e}", needed_by.get(&program).map_or("?", String::as_str)))?;
+            ptx.insert(program, code);
+        }
+        Ok(Kernels { ptx })
     }
-    let mut timer = Timer::new(&gpu, *policy).map_err(drv)?;
-    let mut launch_all = |_: usize| -> Result<(), DriverError> {
-        for l in prepared.iter_mut() {
+}
+
+fn program_of(w: &Workload, c: &Config) -> Result<Program> {
+    let op = w.op().ok_or_else(|| anyhow!("layer `{}` is not a matmul or softmax", w.name()))?;
+    Ok(family::for_config(op.kind(), c).program(c))
+}
+
+/// A chain of layers ready to launch on one GPU (or green context): each
+/// layer's kernel loaded into its context and its inputs allocated there,
+/// every launch to its stream.
+pub struct PreparedChain<'a> {
+    layers: Vec<Layer<'a>>,
+}
+
+impl<'a> PreparedChain<'a> {
+    /// Loads each layer's kernel (from `kernels`) into `tools.gpu` and
+    /// fills its inputs (seeded by its place in the chain).
+    pub fn prepare(tools: Tools<'a>, layers: &[(Workload, Config)], kernels: &Kernels) -> Result<PreparedChain<'a>> {
+        let gpu = tools.gpu;
+        let mut prepared = Vec::new();
+        for (i, (w, c)) in layers.iter().enumerate() {
+            let op = w.op().ok_or_else(|| anyhow!("layer `{}` is not a matmul or softmax", w.name()))?;
+            let family = family::for_config(op.kind(), c);
+            let ptx = kernels
+                .ptx
+                .get(&family.program(c))
+                .cloned()
+                .ok_or_else(|| anyhow!("layer `{}`: its kernel was not compiled", w.name()))?;
+            let module = gpu.ctx.load_module(ptx).map_err(drv)?;
+            let f = module.load_function(family.entry()).map_err(drv)?;
+            let cfg = family.launch(&op, c, gpu.launch_sms());
+            if cfg.shared_mem_bytes > 0 {
+                f.set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    cfg.shared_mem_bytes as i32,
+                )
+                .map_err(drv)?;
+            }
+            let seed = SEED.wrapping_add(1000 + 2 * i as u32);
+            let workspace = family.workspace(tools, &op, Inputs { sets: 1, seed, reference: false })?;
+            prepared.push(Layer { f, c: *c, cfg, workspace });
+        }
+        Ok(PreparedChain { layers: prepared })
+    }
+
+    /// Number of layers.
+    pub fn len(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Whether the chain has no layers.
+    pub fn is_empty(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// Launches layer `i` (nothing past the last).
+    pub fn launch_layer(&mut self, i: usize) -> Result<(), DriverError> {
+        match self.layers.get_mut(i) {
+            Some(l) => l.workspace.launch(&l.f, &l.c, l.cfg, 0),
+            None => Ok(()),
+        }
+    }
+
+    /// Launches every layer, in order.
+    pub fn launch(&mut self) -> Result<(), DriverError> {
+        for l in self.layers.iter_mut() {
             l.workspace.launch(&l.f, &l.c, l.cfg, 0)?;
         }
         Ok(())
-    };
-    // A first run of the chain picks the number of repeats.
+    }
+}
+
+/// Times a prepared chain on `gpu` (the GPU or green context it was
+/// prepared on), with the L2 flushed before each repeat: a first run picks
+/// the number of repeats under `policy`.
+pub fn time_prepared(gpu: &Gpu, chain: &mut PreparedChain<'_>, policy: &TimingPolicy) -> Result<Timing> {
+    let mut timer = Timer::new(gpu, *policy).map_err(drv)?;
+    let mut launch_all = |_: usize| chain.launch();
     let once = TimingPolicy { warmup: 1, min_repeats: 1, max_repeats: 1, target_ms: 0.0 };
     let first = timer.time_under(&once, 1.0, &mut launch_all).map_err(drv)?;
     timer.time(first.median_us, &mut launch_all).map_err(drv)
+}
+
+/// Times the layers (workload and configuration) run back to back on an
+/// opened `gpu` (the whole device, or a green context of it), with the L2
+/// flushed before each repeat of the whole chain.
+pub fn time_chain_on(gpu: &Gpu, layers: &[(Workload, Config)], policy: &TimingPolicy) -> Result<Timing> {
+    let kernels = Kernels::compile(&gpu.info.arch(), &[layers])?;
+    let support = Support::compile(gpu)?;
+    let blas = Blas::new(gpu)?;
+    let tools = Tools { gpu, support: &support, blas: &blas };
+    let mut chain = PreparedChain::prepare(tools, layers, &kernels)?;
+    time_prepared(gpu, &mut chain, policy)
+}
+
+/// Times the layers (workload and configuration) run back to back on
+/// device `ordinal`, with the L2 flushed before each repeat of the whole
+/// chain.
+pub fn time_chain(ordinal: usize, layers: &[(Workload, Config)], policy: &TimingPolicy) -> Result<Timing> {
+    let gpu = Gpu::open(ordinal)?;
+    time_chain_on(&gpu, layers, policy)
 }
 
 /// One layer of a measured schedule.

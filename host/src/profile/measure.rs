@@ -104,7 +104,7 @@ impl Context<'_> {
             Some(Err(log)) => return Ok(Checked::Failed(faults::failed(rec, faults::compile_failure(log)))),
             None => bail!("kernel {} was not compiled", family.label(&c)),
         };
-        let cfg = family.launch(op, &c, self.gpu.info.sm_count);
+        let cfg = family.launch(op, &c, self.gpu.launch_sms());
         let smem = cfg.shared_mem_bytes;
         rec.smem_bytes = Some(smem);
         rec.registers = f.num_regs().ok();

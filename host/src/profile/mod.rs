@@ -21,7 +21,9 @@
 //! - [`faults`]: what a failure on the GPU path becomes (a failed record
 //!   and the run going on, or the end of the run), and the memory check
 //!   before a workload's buffers are allocated;
-//! - [`chain`]: a whole schedule run back to back (`schedule --measure`).
+//! - [`chain`]: a whole schedule run back to back (`schedule --measure`);
+//! - [`tenants`]: two tenants' schedules at once, each in a green context
+//!   of its own (`tenants --measure`).
 //!
 //! The records and metadata go to a [`crate::database::RunFolder`]; the
 //! kernels are reached through [`crate::family`].
@@ -39,6 +41,7 @@ pub mod plan;
 pub mod runner;
 pub mod shard;
 pub mod task;
+pub mod tenants;
 
 pub use options::{GpuList, Options, Select, SpecFor, Summary};
 pub use runner::run;

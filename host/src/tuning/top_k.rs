@@ -45,6 +45,10 @@ pub struct TopK {
     pub coefficients: CoefficientsFor,
     /// Exhaustive records to share the choices against.
     pub reference: Option<Dataset>,
+    /// The partition of the GPU to tune on (none: the whole GPU): the
+    /// model ranks for the partition's spec, and both passes measure in
+    /// its green context.
+    pub partition: crate::input::partition::PartitionArgs,
 }
 
 /// One workload's result (a row of `tune.json`).
@@ -119,7 +123,7 @@ fn op_key(w: &Workload) -> Option<String> {
 
 /// Runs both passes and judges the choices against the reference.
 pub fn tune(t: TopK) -> Result<TuneRun> {
-    let TopK { gpu, gpus, workloads, out, top_k, spec_for, coefficients, reference } = t;
+    let TopK { gpu, gpus, workloads, out, top_k, spec_for, coefficients, reference, partition } = t;
     let picked: Arc<Mutex<HashMap<String, (Config, f64)>>> = Default::default();
     let picked_in = picked.clone();
     let select: Select = Box::new(move |spec, op, configs| {
@@ -139,6 +143,7 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
         select: Some(select),
         interleave: true,
         gpus: gpus.clone(),
+        partition,
         ..Options::new(gpu, workloads, out, spec_for_pass(&spec_for), label)
     };
     let summary = profile::run(&Options {
