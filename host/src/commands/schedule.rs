@@ -13,18 +13,8 @@ use anyhow::Result;
 pub fn run(args: &ScheduleArgs) -> Result<()> {
     let spec = spec_file::load(&args.spec)?.cut(&args.partition)?;
     let model = model_file::load(&args.model, args.seq)?;
-    // Calibrated coefficients, where the binary has them for this spec,
-    // unless a file is given.
-    let coefficients = match (&args.coefficients, coefficients_file::calibrated_for(&spec.spec.name)?) {
-        (None, Some(calibrated)) => calibrated,
-        (path, _) => coefficients_file::load(path.as_deref())?,
-    };
-    // Coefficients fitted for another spec describe another GPU.
-    if let Some(warning) =
-        coefficients_file::check_provenance(&coefficients, &spec.spec.name, None, args.allow_other_gpu)?
-    {
-        eprintln!("warning: {warning}");
-    }
+    let coefficients =
+        coefficients_file::for_spec(args.coefficients.as_deref(), &spec.spec.name, args.allow_other_gpu)?;
     let solvers = match args.solver {
         SolverChoice::Wfc => Solvers { wfc: true, exact: false },
         SolverChoice::Exact => Solvers { wfc: false, exact: true },

@@ -34,15 +34,8 @@ pub fn run(args: &TenantsArgs) -> Result<()> {
     let spec = spec_file::LoadedSpec { spec: spec.clone().whole()?, ..spec };
     let a = load_model(&args.model_a, args.seq_a, DEFAULT_SEQ_A).context("--model-a")?;
     let b = load_model(&args.model_b, args.seq_b, DEFAULT_SEQ_B).context("--model-b")?;
-    let coefficients = match (&args.coefficients, coefficients_file::calibrated_for(&spec.spec.name)?) {
-        (None, Some(calibrated)) => calibrated,
-        (path, _) => coefficients_file::load(path.as_deref())?,
-    };
-    if let Some(warning) =
-        coefficients_file::check_provenance(&coefficients, &spec.spec.name, None, args.allow_other_gpu)?
-    {
-        eprintln!("warning: {warning}");
-    }
+    let coefficients =
+        coefficients_file::for_spec(args.coefficients.as_deref(), &spec.spec.name, args.allow_other_gpu)?;
     if args.measure && !spec.spec.space.is_cuda() {
         anyhow::bail!("--measure runs the CUDA kernels: use a spec of the cuda or hopper space (such as h200)");
     }

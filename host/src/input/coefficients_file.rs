@@ -209,6 +209,22 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedCoefficients> {
     Ok(LoadedCoefficients { coefficients, origin: Origin::File { path: path.to_path_buf(), gpu }, spec })
 }
 
+/// The coefficients a command schedules `spec_name` with: the file at
+/// `path` if given, else the calibrated ones built in for the spec, else the
+/// defaults; a file fitted for another spec is refused unless
+/// `allow_other_gpu`, in which case a warning goes to stderr.
+pub fn for_spec(path: Option<&Path>, spec_name: &str, allow_other_gpu: bool) -> Result<LoadedCoefficients> {
+    let coefficients = match (path, calibrated_for(spec_name)?) {
+        (None, Some(calibrated)) => calibrated,
+        (path, _) => load(path)?,
+    };
+    // Coefficients fitted for another spec describe another GPU.
+    if let Some(warning) = check_provenance(&coefficients, spec_name, None, allow_other_gpu)? {
+        eprintln!("warning: {warning}");
+    }
+    Ok(coefficients)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
