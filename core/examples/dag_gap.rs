@@ -1,5 +1,6 @@
 //! WFC against the exact DAG solver and greedy choice on DAGs: the
-//! built-in Llama 3 graphs, then random DAGs of growing width (more skip
+//! built-in DAGs (the Llama 3 graphs, and the whole blocks with their
+//! elementwise layers, residual edges and epilogue fusion), then random DAGs of growing width (more skip
 //! edges, so a larger loop cutset for the exact solver to enumerate), all
 //! built by the cost model on `stress_gpu`, whose layouts and placements
 //! couple neighbouring layers.
@@ -17,7 +18,7 @@ use hwwfc_core::wfc::WfcConfig;
 use hwwfc_core::{exact_dag, models, presets, wfc, Coefficients, DType, Graph, Op, Problem, ScheduleProblem};
 use std::time::Instant;
 
-const L: usize = 32;
+const L: usize = 64;
 const W: usize = 1;
 const SEED: u64 = 0xda6;
 const PER_ROW: usize = 40;
@@ -189,7 +190,15 @@ fn main() {
         "WFC us",
         "ratio"
     );
-    for name in ["llama3-8b-attention", "llama3-8b-dag"] {
+    for name in [
+        "llama3-8b-attention",
+        "llama3-8b-dag",
+        "llama3-8b-mlp-graph",
+        "llama3-8b-graph",
+        "gpt2-graph",
+        "vit-b16-graph",
+        "mixtral-moe-graph",
+    ] {
         let mut row = Row::default();
         row.add(&models::builtin::<L>(name, None).expect("built-in"));
         row.print(name);

@@ -106,6 +106,33 @@ impl<const W: usize> LayerPlan<W> {
     }
 }
 
+/// Choices of how a problem is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BuildOptions {
+    /// Whether an elementwise layer may run in its producer's epilogue
+    /// where the graph allows it (default); without, every elementwise
+    /// layer runs as a kernel of its own ([`Constraint::Fusion`] removes
+    /// every epilogue state).
+    pub fusion: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions { fusion: true }
+    }
+}
+
+/// The layer whose epilogue may run layer `i` (an elementwise layer): its
+/// first input, if that is a matmul of its shape ([`constraint::fusable`])
+/// whose output no other layer reads.
+fn fusing_input<const L: usize>(graph: &Graph<L>, i: usize) -> Option<usize> {
+    let producer = *graph.inputs(i).first()? as usize;
+    let (p, c) = (graph.layer(producer)?, graph.layer(i)?);
+    let readers = graph.edges().filter(|e| e.from == producer).count();
+    (readers == 1 && constraint::fusable(&p.op, &c.op)).then_some(producer)
+}
+
 /// A value per edge of a graph of at most `L` layers: rows of
 /// [`MAX_INPUTS`], so that edge `e` is at row `e / MAX_INPUTS`, column
 /// `e % MAX_INPUTS`, and every edge of such a graph fits.
@@ -151,6 +178,7 @@ pub struct ScheduleProblem<const L: usize, const W: usize> {
     chain: bool,
     rewrite: PerEdge<f32, L>,
     adjacency: PerEdge<bool, L>,
+    fusing: PerEdge<bool, L>,
     free: PerEdge<bool, L>,
 }
 
@@ -158,6 +186,17 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
     /// Builds the problem: checks the inputs, applies every constraint and
     /// evaluates the cost model on every surviving state.
     pub fn build(graph: &Graph<L>, spec: &HardwareSpec, k: &Coefficients) -> Result<Self, BuildError> {
+        Self::build_with(graph, spec, k, BuildOptions::default())
+    }
+
+    /// [`ScheduleProblem::build`] with `options` (such as no epilogue
+    /// fusion, to see what the fusion is worth).
+    pub fn build_with(
+        graph: &Graph<L>,
+        spec: &HardwareSpec,
+        k: &Coefficients,
+        options: BuildOptions,
+    ) -> Result<Self, BuildError> {
         spec.validate().map_err(BuildError::Spec)?;
         graph.validate().map_err(BuildError::Graph)?;
         k.validate().map_err(BuildError::Coefficient)?;
@@ -169,13 +208,15 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
             chain: graph.is_chain(),
             rewrite: PerEdge::new(),
             adjacency: PerEdge::new(),
+            fusing: PerEdge::new(),
             free: PerEdge::new(),
         };
         for (i, layer) in graph.layers().iter().enumerate() {
             // A layer with no inputs reads the model's input, and one that
             // no layer reads writes the model's output.
             let ends = (graph.inputs(i).is_empty(), !graph.has_consumers(i));
-            let plan = Self::plan_layer(i, ends, &layer.op, spec, k)?;
+            let fusable = options.fusion && fusing_input(graph, i).is_some();
+            let plan = Self::plan_layer(i, ends, fusable, &layer.op, spec, k)?;
             problem.layers.push(plan).map_err(|_| BuildError::TooManyLayers { capacity: L })?;
         }
         for edge in graph.edges() {
@@ -187,9 +228,12 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
             let rewrite = cost::rewrite_cost(spec, k, bytes);
             let tiled = a.domain.iter().any(|s| a.state(s).is_some_and(|s| s.layout == Layout::Tiled));
             let dram = b.domain.iter().any(|s| b.state(s).is_some_and(|s| s.placement == Placement::Dram));
+            let fusing = fusing_input(graph, edge.to) == Some(edge.from)
+                && b.domain.iter().any(|s| b.state(s).is_some_and(|s| s.placement == Placement::Epilogue));
             problem.edges.push(edge)?;
             problem.rewrite.push(rewrite)?;
             problem.adjacency.push(tiled && dram)?;
+            problem.fusing.push(fusing)?;
         }
         problem.enforce_adjacency()?;
         for edge in 0..problem.edges.len {
@@ -201,9 +245,13 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
 
     /// Plans layer `i`; `(reads_input, writes_output)` say whether it reads
     /// the model's input and writes its output (row-major in DRAM).
+    /// A layer `fusable` into its producer's epilogue keeps its epilogue
+    /// state ([`Placement::Epilogue`]); any other loses it to
+    /// [`Constraint::Fusion`].
     fn plan_layer(
         i: usize,
         (reads_input, writes_output): (bool, bool),
+        fusable: bool,
         op: &Op,
         spec: &HardwareSpec,
         k: &Coefficients,
@@ -227,7 +275,11 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
                 continue;
             }
             plan.candidates.insert(idx);
-            match constraint::check(spec, op, state) {
+            let checked = match constraint::check(spec, op, state) {
+                Ok(()) if state.placement == Placement::Epilogue && !fusable => Err(Constraint::Fusion),
+                other => other,
+            };
+            match checked {
                 Err(c) => {
                     if let Some(r) = plan.removed.get_mut(c.index()) {
                         *r += 1;
@@ -344,16 +396,12 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
     }
 
     fn compatible(&self, edge: usize, from: StateIndex, to: StateIndex) -> bool {
-        if !self.adjacency.get(edge).unwrap_or(true) {
-            return self.pair(edge, from, to).is_some();
-        }
-        self.pair(edge, from, to).is_some_and(|(a, b)| constraint::compatible(a, b))
+        self.pair(edge, from, to).is_some_and(|(a, b)| self.allowed(edge, a, b))
     }
 
     fn step(&self, edge: usize, from: StateIndex, to: StateIndex) -> Option<f32> {
         let (a, b) = self.pair(edge, from, to)?;
-        let checked = self.adjacency.get(edge).unwrap_or(true);
-        if checked && !constraint::compatible(a, b) {
+        if !self.allowed(edge, a, b) {
             return None;
         }
         if cost::needs_rewrite(a, b) {
@@ -374,9 +422,24 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
 }
 
 impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
+    /// Whether `b` at the consumer of `edge` may follow `a` at its
+    /// producer: the adjacency rule where the edge needs it, and on the
+    /// edge into a fusable layer, an epilogue state only after a producer
+    /// state that can fuse it.
+    fn allowed(&self, edge: usize, a: &State, b: &State) -> bool {
+        if self.adjacency.get(edge).unwrap_or(true) && !constraint::compatible(a, b) {
+            return false;
+        }
+        if b.placement != Placement::Epilogue || !self.fusing.get(edge).unwrap_or(true) {
+            return true;
+        }
+        let producer = self.edges.get(edge).and_then(|e| self.layers.get(e.from));
+        producer.is_some_and(|p| constraint::can_fuse(&p.op, a))
+    }
+
     /// Free when no surviving pair needs a rewrite and none is forbidden.
     fn compute_free(&self, edge: usize) -> bool {
-        if self.adjacency.get(edge).unwrap_or(true) {
+        if self.adjacency.get(edge).unwrap_or(true) || self.fusing.get(edge).unwrap_or(true) {
             return false;
         }
         let Some(ends) = self.edges.get(edge) else {

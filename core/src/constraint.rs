@@ -30,12 +30,17 @@ pub enum Constraint {
     /// ranges than k-blocks, or a split or ping-pong outside the kernel
     /// that has them.
     Geometry,
-    /// The state cannot follow the previous layer's state.
+    /// An elementwise layer's epilogue state where the graph allows no
+    /// fusion: its first operand is not the output of a matmul of its own
+    /// shape and element type that only it reads, or it reduces rows.
+    Fusion,
+    /// The state cannot follow the previous layer's state (or, fused into
+    /// an epilogue, no state of its producer can fuse it).
     Adjacency,
 }
 
 /// Number of [`Constraint`] variants.
-pub const CONSTRAINT_COUNT: usize = 7;
+pub const CONSTRAINT_COUNT: usize = 8;
 
 impl Constraint {
     /// All constraints, in report order.
@@ -46,6 +51,7 @@ impl Constraint {
         Constraint::ThreadsPerBlock,
         Constraint::Registers,
         Constraint::Geometry,
+        Constraint::Fusion,
         Constraint::Adjacency,
     ];
 
@@ -63,6 +69,7 @@ impl Constraint {
             Constraint::ThreadsPerBlock => "threads_per_block",
             Constraint::Registers => "registers",
             Constraint::Geometry => "geometry",
+            Constraint::Fusion => "fusion",
             Constraint::Adjacency => "adjacency",
         }
     }
@@ -106,6 +113,9 @@ pub fn check(spec: &HardwareSpec, op: &Op, state: &State) -> Result<(), Constrai
         Placement::Pipelined => geometry_ok(op, state),
         Placement::Tma => tma_geometry_ok(op, state),
         Placement::Sram | Placement::Dram => true,
+        // Whether the graph allows the fusion is decided with the graph
+        // ([`fusable`]); here only what the operator allows.
+        Placement::Epilogue => matches!(op, Op::Elementwise { kind, .. } if !kind.reduces_rows()),
     };
     if !laid_out {
         return Err(Constraint::Geometry);
@@ -126,7 +136,7 @@ fn tma_describable(op: &Op) -> bool {
             let e = dtype.bytes();
             (k.saturating_mul(e)) % TMA_STRIDE_ALIGNMENT == 0 && (n.saturating_mul(e)) % TMA_STRIDE_ALIGNMENT == 0
         }
-        Op::Softmax { .. } => false,
+        Op::Softmax { .. } | Op::Elementwise { .. } => false,
     }
 }
 
@@ -145,7 +155,7 @@ fn tma_geometry_ok(op: &Op, state: &State) -> bool {
     let rows = if sharing > 0 { t.m / sharing as u16 } else { 0 };
     let k_blocks = match *op {
         Op::MatMul { k, .. } => k.div_ceil(64),
-        Op::Softmax { .. } => 0,
+        Op::Softmax { .. } | Op::Elementwise { .. } => 0,
     };
     matches!(op, Op::MatMul { .. })
         && state.split_k >= 1
@@ -176,7 +186,7 @@ fn geometry_ok(op: &Op, state: &State) -> bool {
         // of a column block.
         // (Counted in u32: a state from outside the tables may have more
         // threads than a u16 holds.)
-        Op::Softmax { .. } => {
+        Op::Softmax { .. } | Op::Elementwise { .. } => {
             let (threads, n) = (state.threads(), t.n as u32);
             threads > 0 && n >= threads && n % threads == 0
         }
@@ -191,4 +201,31 @@ pub fn compatible(prev: &State, next: &State) -> bool {
     !(prev.layout == Layout::Tiled
         && next.placement == Placement::Dram
         && (prev.tile.m, prev.tile.n) != (next.tile.m, next.tile.n))
+}
+
+/// Whether the elementwise layer `consumer` may run in the epilogue of
+/// `producer`, the layer that writes its first operand, as far as the two
+/// operators go: the producer a matmul, the consumer a kind that needs no
+/// whole row, the matmul's output exactly the consumer's shape and element
+/// type. The graph must also let no other layer read the producer's output
+/// (its epilogue writes the consumer's result in place of its own).
+pub fn fusable(producer: &Op, consumer: &Op) -> bool {
+    match (producer, consumer) {
+        (Op::MatMul { .. }, Op::Elementwise { kind, .. }) => {
+            !kind.reduces_rows()
+                && producer.output_dims() == consumer.output_dims()
+                && producer.dtype() == consumer.dtype()
+        }
+        _ => false,
+    }
+}
+
+/// Whether a matmul in `state` can finish the following elementwise layer
+/// in its epilogue: an unsplit product (a split-K unit holds partial sums,
+/// not the output) that writes row-major, as the fused layer's output is.
+pub fn can_fuse(producer: &Op, state: &State) -> bool {
+    matches!(producer, Op::MatMul { .. })
+        && state.split_k == 1
+        && state.layout == Layout::RowMajor
+        && state.placement != Placement::Epilogue
 }

@@ -81,7 +81,7 @@
 //! Cortex-M4F compute the same bits.
 
 use crate::dtype::DType;
-use crate::layer::Op;
+use crate::layer::{ElementwiseKind, Op};
 use crate::resource;
 use crate::spec::HardwareSpec;
 use crate::state::{Layout, Placement, State};
@@ -295,7 +295,7 @@ pub fn grid(spec: &HardwareSpec, op: &Op, state: &State) -> Grid {
         Op::MatMul { m, n, batch, .. } => {
             batch as u64 * ceil_div(m as u64, t.m as u64) * ceil_div(n as u64, t.n as u64) * state.split_k.max(1) as u64
         }
-        Op::Softmax { rows, .. } => ceil_div(rows as u64, t.m as u64),
+        Op::Softmax { rows, .. } | Op::Elementwise { rows, .. } => ceil_div(rows as u64, t.m as u64),
     };
     let occupancy = occupancy(spec, op, state);
     let sms = spec.sm_count.max(1) as u64;
@@ -370,10 +370,22 @@ fn smooth_max(c: &Coefficients, p: f32, g: &Grid, terms: [f32; 4]) -> f32 {
 
 /// Predicted time of `op` in `state`, in microseconds (finite, positive).
 pub fn unary_cost(spec: &HardwareSpec, k: &Coefficients, op: &Op, state: &State) -> f32 {
+    if state.placement == Placement::Epilogue {
+        return match *op {
+            Op::Elementwise { kind, rows, cols, dtype } => epilogue_cost(spec, k, kind, rows, cols, dtype.bytes()),
+            // Only an elementwise layer fuses (`constraint::check`).
+            Op::MatMul { .. } | Op::Softmax { .. } => f32::INFINITY,
+        };
+    }
     let g = grid(spec, op, state);
     let body = match *op {
         Op::MatMul { m, n, k: depth, batch, dtype } => matmul_body(spec, k, state, &g, [m, n, depth, batch], dtype),
-        Op::Softmax { rows, cols, dtype } => softmax_body(spec, k, state, &g, rows, cols, dtype.bytes()),
+        Op::Softmax { rows, cols, dtype } => {
+            row_body(spec, k, state, &g, [rows, cols, dtype.bytes()], RowWork::SOFTMAX)
+        }
+        Op::Elementwise { kind, rows, cols, dtype } => {
+            row_body(spec, k, state, &g, [rows, cols, dtype.bytes()], RowWork::of(kind))
+        }
     };
     body + spec.launch_overhead_us * k.launch_scale
 }
@@ -491,8 +503,36 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     smooth_max(c, p, g, [t_compute, t_memory, t_chain, t_smem])
 }
 
-/// The body of a softmax.
-fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows: u32, cols: u32, e: u32) -> f32 {
+/// What a row kernel does per element: the softmax, an elementwise layer,
+/// a row normalisation.
+struct RowWork {
+    /// Tensors read (the output is written once besides).
+    operands: f32,
+    /// Whether each row is reduced (the block-wide reduction, and a second
+    /// pass over a row that does not fit one step).
+    reduces: bool,
+    /// Arithmetic per element slot and pass.
+    ops_per_element: f32,
+}
+
+impl RowWork {
+    /// The softmax: max, subtract, exp and sum per slot, a row reduction.
+    const SOFTMAX: RowWork = RowWork { operands: 1.0, reduces: true, ops_per_element: 8.0 };
+
+    fn of(kind: ElementwiseKind) -> RowWork {
+        RowWork {
+            operands: kind.operands() as f32,
+            reduces: kind.reduces_rows(),
+            ops_per_element: kind.flops_per_element() as f32,
+        }
+    }
+}
+
+/// The body of a row kernel: a softmax, or an elementwise layer run as the
+/// same kernel shape (a block of rows, a column block per step, the
+/// threads per row), priced with the softmax's fitted terms.
+fn row_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u32; 3], w: RowWork) -> f32 {
+    let [rows, cols, e] = dims;
     let (rows, cols, e) = (rows as f32, cols as f32, e as f32);
     let tm = s.tile.m.max(1) as f32;
     let tn = s.tile.n.max(1) as f32;
@@ -501,7 +541,9 @@ fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows
     // Read passes over the input: a row that fits in one step is read once;
     // otherwise an online pass (max and sum) and a normalizing pass; a
     // DRAM-streamed tile cannot keep anything on chip: max, sum, normalize.
+    // Without a reduction, every element is read once.
     let reads = match (s.placement, whole_row) {
+        _ if !w.reduces => 1.0,
         (Placement::Dram, _) => 3.0,
         (_, true) => 1.0,
         (_, false) => 2.0,
@@ -519,8 +561,8 @@ fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows
     // (max, sum), two exponentials each, so a block's share grows with
     // threads x warps.
     let warps = s.warps() as f32;
-    let combines = if warps > 1.0 { warps } else { 0.0 };
-    let per_thread_ops = per_thread * steps * 8.0 + combines * c.combine_ops;
+    let combines = if warps > 1.0 && w.reduces { warps } else { 0.0 };
+    let per_thread_ops = per_thread * steps * w.ops_per_element + combines * c.combine_ops;
     let t_compute = g.blocks_per_sm as f32 * threads * per_thread_ops / rate_sm;
 
     // Memory: every element read `reads` times and written once.
@@ -528,17 +570,29 @@ fn softmax_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, rows
     // A re-read finds the row in L2 while the rows in progress fit there.
     let in_progress = sms * g.resident() * tm * cols * e;
     let hit = (spec.l2_bytes as f32 / in_progress.max(1.0)).min(1.0);
-    let bytes = rows * cols * e * (2.0 + (reads - 1.0) * (1.0 - hit));
-    let bw = bandwidth(spec, c, g, s, threads * per_thread * e);
+    let bytes = rows * cols * e * (w.operands + 1.0 + (reads - 1.0) * (1.0 - hit));
+    let bw = bandwidth(spec, c, g, s, threads * per_thread * e * w.operands);
     let t_memory = bytes * strided / bw;
 
     // Steps: those of a block, one after another.
     let t_steps = g.per_slot() * steps * c.softmax_step_latency_us;
 
     // Per block: the block-wide reduction, one turn per warp.
-    let per_block = c.softmax_block_overhead_us + (5.0 + s.warps() as f32) * c.reduce_us_per_warp;
+    let reduce = if w.reduces { (5.0 + s.warps() as f32) * c.reduce_us_per_warp } else { 0.0 };
+    let per_block = c.softmax_block_overhead_us + reduce;
     let t_chain = chain(g, t_steps, t_compute, per_block);
     smooth_max(c, c.overlap_exponent, g, [t_compute, t_memory, t_chain, 0.0])
+}
+
+/// An elementwise layer run in its producer's epilogue: no launch and no
+/// round trip of the first operand through memory; the epilogue reads the
+/// other operands (at the streaming rate) and does the arithmetic.
+fn epilogue_cost(spec: &HardwareSpec, c: &Coefficients, kind: ElementwiseKind, rows: u32, cols: u32, e: u32) -> f32 {
+    let elements = rows as f32 * cols as f32;
+    let extra = (kind.operands().saturating_sub(1) * e) as f32 * elements;
+    let t_memory = extra / (spec.dram_bytes_per_us() * c.memory_efficiency);
+    let t_compute = elements * kind.flops_per_element() as f32 / (spec.peak_tflops.f32 * 1.0e6);
+    t_memory + t_compute
 }
 
 /// Time to rewrite a tensor of `bytes` once (read and write) as a separate
@@ -573,6 +627,9 @@ pub fn input_bytes(op: &Op) -> u64 {
     let dims: [u64; 4] = match *op {
         Op::MatMul { m, k, batch, dtype, .. } => [m as u64, k as u64, batch as u64, dtype.bytes() as u64],
         Op::Softmax { rows, cols, dtype } => [rows as u64, cols as u64, 1, dtype.bytes() as u64],
+        Op::Elementwise { kind, rows, cols, dtype } => {
+            [rows as u64, cols as u64, kind.operands() as u64, dtype.bytes() as u64]
+        }
     };
     dims.iter().fold(1u64, |acc, &d| acc.saturating_mul(d))
 }

@@ -36,6 +36,80 @@ pub enum Op {
         /// Element type (fp32 in the benchmarks).
         dtype: DType,
     },
+    /// An elementwise operation over `rows x cols` tensors (the residual
+    /// add, SiLU times gate, GELU), or a row normalisation (RMSNorm or
+    /// LayerNorm: a reduction over each row, then a scale): one output the
+    /// shape of its operands. The elementwise kinds may run in the epilogue
+    /// of the matmul that produces their first operand
+    /// ([`crate::state::Placement::Epilogue`]).
+    Elementwise {
+        /// What is computed.
+        kind: ElementwiseKind,
+        /// Rows of every operand and of the output.
+        rows: u32,
+        /// Columns of every operand and of the output.
+        cols: u32,
+        /// Element type.
+        dtype: DType,
+    },
+}
+
+/// What an [`Op::Elementwise`] layer computes.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, postcard::experimental::max_size::MaxSize,
+)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[serde(rename_all = "snake_case")]
+pub enum ElementwiseKind {
+    /// `a + b` (a residual connection).
+    Add,
+    /// `silu(a) * b` (a SwiGLU MLP's gate times its up projection).
+    SiluMul,
+    /// `gelu(a)`.
+    Gelu,
+    /// A row normalisation (RMSNorm, LayerNorm): each row reduced, then
+    /// scaled. It needs whole rows, so it never runs in a matmul's
+    /// epilogue.
+    Norm,
+}
+
+impl ElementwiseKind {
+    /// Every kind, in wire order.
+    pub const ALL: [ElementwiseKind; 4] =
+        [ElementwiseKind::Add, ElementwiseKind::SiluMul, ElementwiseKind::Gelu, ElementwiseKind::Norm];
+
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ElementwiseKind::Add => "add",
+            ElementwiseKind::SiluMul => "silu_mul",
+            ElementwiseKind::Gelu => "gelu",
+            ElementwiseKind::Norm => "norm",
+        }
+    }
+
+    /// Tensors read: two for the binary kinds, one otherwise.
+    pub const fn operands(self) -> u32 {
+        match self {
+            ElementwiseKind::Add | ElementwiseKind::SiluMul => 2,
+            ElementwiseKind::Gelu | ElementwiseKind::Norm => 1,
+        }
+    }
+
+    /// Arithmetic per output element (an exponential counted as four).
+    pub const fn flops_per_element(self) -> u32 {
+        match self {
+            ElementwiseKind::Add => 1,
+            ElementwiseKind::SiluMul => 7,
+            ElementwiseKind::Gelu => 8,
+            ElementwiseKind::Norm => 4,
+        }
+    }
+
+    /// Whether the kind reduces each row (and so needs whole rows).
+    pub const fn reduces_rows(self) -> bool {
+        matches!(self, ElementwiseKind::Norm)
+    }
 }
 
 /// The kind of a layer, without its shape.
@@ -47,6 +121,8 @@ pub enum OpKind {
     MatMul,
     /// See [`Op::Softmax`].
     Softmax,
+    /// See [`Op::Elementwise`].
+    Elementwise,
 }
 
 impl OpKind {
@@ -55,6 +131,7 @@ impl OpKind {
         match self {
             OpKind::MatMul => "matmul",
             OpKind::Softmax => "softmax",
+            OpKind::Elementwise => "elementwise",
         }
     }
 }
@@ -84,13 +161,14 @@ impl Op {
         match self {
             Op::MatMul { .. } => OpKind::MatMul,
             Op::Softmax { .. } => OpKind::Softmax,
+            Op::Elementwise { .. } => OpKind::Elementwise,
         }
     }
 
     /// Element type of the inputs.
     pub const fn dtype(&self) -> DType {
         match *self {
-            Op::MatMul { dtype, .. } | Op::Softmax { dtype, .. } => dtype,
+            Op::MatMul { dtype, .. } | Op::Softmax { dtype, .. } | Op::Elementwise { dtype, .. } => dtype,
         }
     }
 
@@ -98,7 +176,7 @@ impl Op {
     pub const fn output_dims(&self) -> (u64, u64) {
         match *self {
             Op::MatMul { m, n, batch, .. } => (m as u64 * batch as u64, n as u64),
-            Op::Softmax { rows, cols, .. } => (rows as u64, cols as u64),
+            Op::Softmax { rows, cols, .. } | Op::Elementwise { rows, cols, .. } => (rows as u64, cols as u64),
         }
     }
 
@@ -116,6 +194,7 @@ impl Op {
             Op::MatMul { m, n, k, batch, .. } => 2.0 * m as f64 * n as f64 * k as f64 * batch as f64,
             // max, subtract, exp, sum, divide: five per element.
             Op::Softmax { rows, cols, .. } => 5.0 * rows as f64 * cols as f64,
+            Op::Elementwise { kind, rows, cols, .. } => kind.flops_per_element() as f64 * rows as f64 * cols as f64,
         }
     }
 
@@ -137,7 +216,7 @@ impl Op {
                     return Err(ShapeError::TooLarge);
                 }
             }
-            Op::Softmax { rows, cols, .. } => {
+            Op::Softmax { rows, cols, .. } | Op::Elementwise { rows, cols, .. } => {
                 if rows == 0 {
                     return Err(ShapeError::ZeroDimension("rows"));
                 }

@@ -77,13 +77,13 @@ mod viterbi;
 pub mod wfc;
 pub mod wire;
 
-pub use built::{BuildError, LayerPlan, ScheduleProblem};
+pub use built::{BuildError, BuildOptions, LayerPlan, ScheduleProblem};
 pub use constraint::Constraint;
 pub use cost::Coefficients;
 pub use domain::Domain;
 pub use dtype::DType;
 pub use graph::Graph;
-pub use layer::{Layer, Op, OpKind};
+pub use layer::{ElementwiseKind, Layer, Op, OpKind};
 pub use problem::Problem;
 pub use schedule::Schedule;
 pub use solution::{Solution, SolveError};

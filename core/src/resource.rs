@@ -46,7 +46,7 @@ pub struct Usage {
 pub fn usage(op: &Op, state: &State) -> Usage {
     let e = op.dtype().bytes();
     let (bm, bn, bk) = (state.tile.m as u32, state.tile.n as u32, state.tile.k as u32);
-    let threads = state.threads().max(1);
+    let threads = if state.placement == Placement::Epilogue { 0 } else { state.threads().max(1) };
     // Saturating products and sums: the tables' states stay far below
     // `u32::MAX`, where these equal the plain ones.
     let mul = |a: u32, b: u32| a.saturating_mul(b);
@@ -80,9 +80,14 @@ pub fn usage(op: &Op, state: &State) -> Usage {
             let sram = mul(mul(stages, per_stage), e).saturating_add(TMA_FIXED_SMEM_BYTES + 16 * stages);
             (sram, mul(bm / consumers, bn) / 128 + BASE_REGISTERS_PER_THREAD)
         }
-        (Op::Softmax { .. }, Placement::Sram) => (mul(mul(bm, bn), e), BASE_REGISTERS_PER_THREAD),
-        (Op::Softmax { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),
-        (Op::Softmax { .. }, Placement::Pipelined | Placement::Tma) => {
+        // Fused into a matmul's epilogue: nothing of its own (the
+        // matmul's registers hold the tile it finishes).
+        (_, Placement::Epilogue) => (0, 0),
+        (Op::Softmax { .. } | Op::Elementwise { .. }, Placement::Sram) => {
+            (mul(mul(bm, bn), e), BASE_REGISTERS_PER_THREAD)
+        }
+        (Op::Softmax { .. } | Op::Elementwise { .. }, Placement::Dram) => (0, BASE_REGISTERS_PER_THREAD),
+        (Op::Softmax { .. } | Op::Elementwise { .. }, Placement::Pipelined | Placement::Tma) => {
             // The row chunk sits in registers; shared memory holds one
             // (max, sum) pair per warp for the block reduction.
             let per_thread = bn.div_ceil(threads);
@@ -98,15 +103,19 @@ pub fn row_bytes(op: &Op, state: &State) -> u32 {
     let e = op.dtype().bytes();
     match op {
         Op::MatMul { .. } => (state.tile.n.min(state.tile.k) as u32) * e,
-        Op::Softmax { .. } => state.tile.n as u32 * e,
+        Op::Softmax { .. } | Op::Elementwise { .. } => state.tile.n as u32 * e,
     }
 }
 
 /// Multiplier of the working memory over the tile bytes: a softmax keeps
-/// the input tile, the exponentials, and the row maxima and sums (x4).
+/// the input tile, the exponentials, and the row maxima and sums (x4), a
+/// row normalisation the same; an elementwise layer its operands' tiles
+/// and the output's.
 pub fn working_memory_multiplier(op: &Op) -> u32 {
     match op {
         Op::MatMul { .. } => 1,
         Op::Softmax { .. } => 4,
+        Op::Elementwise { kind, .. } if kind.reduces_rows() => 4,
+        Op::Elementwise { kind, .. } => kind.operands() + 1,
     }
 }

@@ -261,10 +261,40 @@ const fn cuda_softmax_table() -> [State; CUDA_SOFTMAX_LEN] {
     out
 }
 
+/// The state of an elementwise layer fused into its producer's epilogue
+/// ([`Placement::Epilogue`]): the last state of every elementwise table.
+pub const FUSED: State = State {
+    tile: Tile { m: 0, n: 0, k: 0 },
+    warps_m: 1,
+    warps_n: 1,
+    stages: 1,
+    split_k: 1,
+    pingpong: false,
+    placement: Placement::Epilogue,
+    layout: Layout::RowMajor,
+};
+
+/// `table` and [`FUSED`] after it: an elementwise layer runs as a row
+/// kernel of the softmax's shapes (a block of rows, a column block per
+/// step, the threads per row), or in its producer's epilogue.
+// Evaluated at compile time only: an index out of range fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn with_fused<const N: usize, const M: usize>(table: &[State; N]) -> [State; M] {
+    let mut out = [FUSED; M];
+    let mut i = 0;
+    while i < N {
+        out[i] = table[i];
+        i += 1;
+    }
+    out
+}
+
 static TILES_MATMUL: [State; TILES_LEN] = tiles_table(false);
 static TILES_SOFTMAX: [State; TILES_LEN] = tiles_table(true);
+static TILES_ELEMENTWISE: [State; TILES_LEN + 1] = with_fused(&tiles_table(true));
 static HOPPER_MATMUL: [State; HOPPER_MATMUL_LEN] = hopper_matmul_table();
 static CUDA_SOFTMAX: [State; CUDA_SOFTMAX_LEN] = cuda_softmax_table();
+static CUDA_ELEMENTWISE: [State; CUDA_SOFTMAX_LEN + 1] = with_fused(&cuda_softmax_table());
 
 /// The candidate states of an operator in a space, in tie-break order.
 pub fn states(space: SpaceKind, op: OpKind) -> &'static [State] {
@@ -274,6 +304,8 @@ pub fn states(space: SpaceKind, op: OpKind) -> &'static [State] {
         (SpaceKind::Cuda, OpKind::MatMul) => HOPPER_MATMUL.get(..CUDA_MATMUL_LEN).unwrap_or(&HOPPER_MATMUL),
         (SpaceKind::Hopper, OpKind::MatMul) => &HOPPER_MATMUL,
         (SpaceKind::Cuda | SpaceKind::Hopper, OpKind::Softmax) => &CUDA_SOFTMAX,
+        (SpaceKind::Tiles, OpKind::Elementwise) => &TILES_ELEMENTWISE,
+        (SpaceKind::Cuda | SpaceKind::Hopper, OpKind::Elementwise) => &CUDA_ELEMENTWISE,
     }
 }
 
@@ -291,7 +323,7 @@ pub fn applicable(op: &Op, state: &State) -> bool {
     }
     let (rows, cols, depth) = match *op {
         Op::MatMul { m, n, k, .. } => (m, n, k),
-        Op::Softmax { rows, cols, .. } => (rows, cols, u32::MAX),
+        Op::Softmax { rows, cols, .. } | Op::Elementwise { rows, cols, .. } => (rows, cols, u32::MAX),
     };
     let t = &state.tile;
     t.m as u32 <= rows && t.n as u32 <= cols && t.k as u32 <= depth

@@ -42,6 +42,13 @@ pub enum Placement {
     /// 4` consumer warpgroups compute, accumulators in registers; one block
     /// per SM walks the tiles (the Hopper matmul).
     Tma,
+    /// No kernel of its own: an elementwise layer computed in the epilogue
+    /// of the matmul that produces its first operand, which reads the
+    /// other operands and writes the result in place of its own output
+    /// (epilogue fusion). Allowed only where that matmul's output feeds
+    /// this layer alone, with the same shape, from a state that can fuse
+    /// ([`crate::constraint::can_fuse`]).
+    Epilogue,
 }
 
 impl Placement {
@@ -52,6 +59,7 @@ impl Placement {
             Placement::Dram => "dram",
             Placement::Pipelined => "pipelined",
             Placement::Tma => "tma",
+            Placement::Epilogue => "epilogue",
         }
     }
 }

@@ -512,9 +512,9 @@ fn corrupt_schedule_bytes() {
         + [s.state.tile.m, s.state.tile.n, s.state.tile.k].map(varint_len).iter().sum::<usize>()
         + 5;
     assert_eq!(bytes[at], s.state.placement as u8);
-    // One past the last placement (`Tma`, variant 3).
+    // One past the last placement (`Epilogue`, variant 4).
     let mut b = bytes.clone();
-    b[at] = Placement::Tma as u8 + 1;
+    b[at] = Placement::Epilogue as u8 + 1;
     assert_eq!(wire::from_bytes::<Schedule<8>>(&b), Err(WireError::Malformed));
     let mut b = bytes.clone();
     b[at + 1] = 0x7f;

@@ -332,11 +332,11 @@ mod tests {
         defmt::assert_eq!(decode(&good[..len + 1]), Some(WireError::TrailingBytes));
         // Byte 12 is the first choice's placement (after the version, the
         // kind, the count, the index, the tile, the warps, the stages, the
-        // split and ping-pong): an enum of four variants (the last, `Tma`,
-        // is 3).
+        // split and ping-pong): an enum of five variants (the last,
+        // `Epilogue`, is 4).
         defmt::assert_eq!(&good[2..12], &[6, 12, 32, 32, 32, 1, 1, 1, 1, 0]);
         let mut bad = good;
-        bad[12] = hwwfc_core::Placement::Tma as u8 + 1;
+        bad[12] = hwwfc_core::Placement::Epilogue as u8 + 1;
         defmt::assert_eq!(decode(&bad[..len]), Some(WireError::Malformed));
         // Any single corrupted byte decodes to an error or to some schedule,
         // never to a fault.

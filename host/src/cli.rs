@@ -489,9 +489,11 @@ pub struct ScheduleArgs {
     #[arg(long, value_name = "FILE|NAME", default_value = "stress_gpu")]
     pub spec: String,
 
-    /// Model: a built-in name (attention, gpt2-block, llama3-8b-block, and
-    /// as DAGs llama3-8b-attention, llama3-8b-dag) or a path to a model
-    /// JSON file (format below).
+    /// Model: a built-in name (attention, gpt2-block, llama3-8b-block; as
+    /// DAGs llama3-8b-attention, llama3-8b-dag; as whole blocks with their
+    /// elementwise layers and residual edges llama3-8b-graph, gpt2-graph,
+    /// vit-b16-graph, mixtral-moe-graph, llama3-8b-mlp-graph) or a path to a model JSON file
+    /// (format below).
     #[arg(long, value_name = "NAME|FILE", default_value = "attention")]
     pub model: String,
 
@@ -524,6 +526,11 @@ pub struct ScheduleArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+
+    /// No epilogue fusion: every elementwise layer runs as a kernel of its
+    /// own (to see what fusing them is worth).
+    #[arg(long)]
+    pub no_fusion: bool,
 
     /// Also write the reduced problem (surviving states, transition
     /// matrices, the exact optimum) as JSON to FILE.
@@ -599,7 +606,18 @@ mod tests {
         assert_eq!(names, ["stress_gpu", "toy_gpu", "h200", "h100", "a100", "rtx3060"]);
         assert_eq!(
             hwwfc_core::models::NAMES,
-            ["attention", "gpt2-block", "llama3-8b-block", "llama3-8b-attention", "llama3-8b-dag"]
+            [
+                "attention",
+                "gpt2-block",
+                "llama3-8b-block",
+                "llama3-8b-attention",
+                "llama3-8b-dag",
+                "llama3-8b-graph",
+                "gpt2-graph",
+                "vit-b16-graph",
+                "mixtral-moe-graph",
+                "llama3-8b-mlp-graph"
+            ]
         );
     }
 }

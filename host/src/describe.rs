@@ -9,13 +9,18 @@ pub fn shape(op: &Op) -> String {
     match *op {
         Op::MatMul { m, n, k, batch: 1, .. } => format!("{m}x{n}x{k}"),
         Op::MatMul { m, n, k, batch, .. } => format!("{m}x{n}x{k} x{batch}"),
-        Op::Softmax { rows, cols, .. } => format!("{rows}x{cols}"),
+        Op::Softmax { rows, cols, .. } | Op::Elementwise { rows, cols, .. } => format!("{rows}x{cols}"),
     }
 }
 
-/// Kind, shape and element type: `softmax 512x512 f32`.
+/// Kind, shape and element type: `softmax 512x512 f32`; an elementwise
+/// layer by what it computes: `add 2048x4096 f16`.
 pub fn op(op: &Op) -> String {
-    format!("{} {} {}", op.kind().name(), shape(op), op.dtype().name())
+    let kind = match *op {
+        Op::Elementwise { kind, .. } => kind.name(),
+        _ => op.kind().name(),
+    };
+    format!("{} {} {}", kind, shape(op), op.dtype().name())
 }
 
 /// The tile of `state`: `MxNxK`, or `MxN` where there is no reduction.
@@ -75,7 +80,7 @@ mod tests {
         assert_eq!(op(&mm), "matmul 512x1536x64 x12 f16");
         let sm = Op::Softmax { rows: 512, cols: 512, dtype: DType::F32 };
         assert_eq!(op(&sm), "softmax 512x512 f32");
-        assert_eq!(removed(&[12u16, 9, 0, 0, 0, 0, 1]), "alignment 12, sram_capacity 9, adjacency 1");
+        assert_eq!(removed(&[12u16, 9, 0, 0, 0, 0, 0, 1]), "alignment 12, sram_capacity 9, adjacency 1");
         assert_eq!(removed(&[0u16; CONSTRAINT_COUNT]), "-");
     }
 }

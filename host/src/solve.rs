@@ -11,7 +11,7 @@ use hwwfc_core::constraint::{self, CONSTRAINT_COUNT};
 use hwwfc_core::exact::{self, ExactStats};
 use hwwfc_core::space;
 use hwwfc_core::wfc::{self, WfcConfig, WfcStats};
-use hwwfc_core::BuildError;
+use hwwfc_core::{BuildError, BuildOptions, Problem, StateIndex};
 use hwwfc_core::{
     Coefficients, Constraint, HardwareSpec, Op, Schedule, ScheduleProblem, Solution, SolveError, HOST_DOMAIN_WORDS,
     HOST_MAX_LAYERS,
@@ -62,6 +62,15 @@ pub struct Outcome {
     pub wfc: Option<SolverRun<WfcStats>>,
     /// The exact DP's result, if it ran.
     pub exact: Option<SolverRun<ExactStats>>,
+    /// Why the exact solver was not run beside WFC: a DAG whose loop
+    /// cutset has more assignments than its budget (asked for alone, that
+    /// is an error instead).
+    pub exact_skipped: Option<String>,
+    /// Greedy choice for comparison: each layer's cheapest state, the
+    /// edges ignored; its total, or `None` where that breaks a hard
+    /// coupling (an epilogue state after a producer state that cannot
+    /// fuse it).
+    pub greedy: Option<f32>,
 }
 
 impl Outcome {
@@ -95,13 +104,46 @@ impl Outcome {
     }
 }
 
-/// Builds the problem and runs `solvers` on it.
-pub fn run(graph: &HostGraph, spec: &HardwareSpec, k: &Coefficients, solvers: Solvers) -> Result<Outcome> {
-    let problem = build(graph, spec, k)?;
-    let build = timing::median_of_repeats(|| HostProblem::build(black_box(graph), black_box(spec), black_box(k)));
+/// Builds the problem (with `options`) and runs `solvers` on it.
+pub fn run(
+    graph: &HostGraph,
+    spec: &HardwareSpec,
+    k: &Coefficients,
+    solvers: Solvers,
+    options: BuildOptions,
+) -> Result<Outcome> {
+    let problem =
+        HostProblem::build_with(graph, spec, k, options).map(Box::new).map_err(|e| build_error(e, graph, spec))?;
+    let build = timing::median_of_repeats(|| {
+        HostProblem::build_with(black_box(graph), black_box(spec), black_box(k), black_box(options))
+    });
+    let greedy = greedy(&*problem);
     let wfc = if solvers.wfc { Some(run_wfc(&problem, graph)?) } else { None };
-    let exact = if solvers.exact { Some(run_exact(&problem, graph)?) } else { None };
-    Ok(Outcome { problem, build, wfc, exact })
+    let mut exact_skipped = None;
+    let exact = match solvers.exact {
+        false => None,
+        true => match exact::solve::<_, HOST_MAX_LAYERS, HOST_DOMAIN_WORDS>(&*problem) {
+            Err(SolveError::TooManyCombinations { limit }) if solvers.wfc => {
+                exact_skipped = Some(format!(
+                    "not run: the DAG's loop cutset has more than {limit} assignments to enumerate \
+                     (WFC's schedule is shown; its gap to the optimum is not known)"
+                ));
+                None
+            }
+            Err(e) => return Err(solve_error("exact", e, graph)),
+            Ok((solution, stats)) => Some(time_exact(&problem, solution, stats)?),
+        },
+    };
+    Ok(Outcome { problem, build, wfc, exact, exact_skipped, greedy })
+}
+
+/// The total of each layer's cheapest state (the lowest index of equal
+/// ones), or `None` where that assignment breaks a hard coupling.
+pub fn greedy(problem: &HostProblem) -> Option<f32> {
+    let states: Vec<StateIndex> = (0..problem.layer_count())
+        .map(|i| problem.domain(i).iter().min_by(|a, b| problem.unary(i, *a).total_cmp(&problem.unary(i, *b))))
+        .collect::<Option<_>>()?;
+    hwwfc_core::problem::evaluate(problem, &states)
 }
 
 /// Builds the problem; an error names the layer it concerns.
@@ -120,8 +162,8 @@ fn run_wfc(problem: &HostProblem, graph: &HostGraph) -> Result<SolverRun<WfcStat
     Ok(SolverRun { solution, schedule, stats, timing })
 }
 
-fn run_exact(problem: &HostProblem, graph: &HostGraph) -> Result<SolverRun<ExactStats>> {
-    let (solution, stats) = solve_exact(problem, graph)?;
+/// The exact solver's run: its answer, and its time over repeats.
+fn time_exact(problem: &HostProblem, solution: HostSolution, stats: ExactStats) -> Result<SolverRun<ExactStats>> {
     let timing =
         timing::median_of_repeats(|| exact::solve::<_, HOST_MAX_LAYERS, HOST_DOMAIN_WORDS>(black_box(problem)));
     let schedule = to_schedule(problem, &solution)?;

@@ -83,7 +83,7 @@ fn dump(args: &[&str]) -> Value {
 fn check(args: &[&str]) -> Value {
     let d = dump(args);
     assert_eq!(d["format"], "hwwfc-problem");
-    assert_eq!(d["version"], 1);
+    assert_eq!(d["version"], 2);
     let recorded = d["optimum"]["cost_us"].as_f64().unwrap();
     let states: Vec<u64> = d["optimum"]["states"].as_array().unwrap().iter().map(|s| s.as_u64().unwrap()).collect();
     let (cost, _) = independent_optimum(&d);

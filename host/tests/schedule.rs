@@ -64,7 +64,7 @@ fn check_report(v: &Value, spec: &str, model: &str, layers: usize) {
             assert!(!l[key].is_null(), "layer field {key} missing: {l}");
         }
         let removed = l["removed"].as_object().unwrap();
-        assert_eq!(removed.len(), 7);
+        assert_eq!(removed.len(), 8);
         let total: u64 = removed.values().map(|n| n.as_u64().unwrap()).sum();
         assert_eq!(total + l["states_left"].as_u64().unwrap(), l["candidates"].as_u64().unwrap());
     }
@@ -233,4 +233,59 @@ fn the_readme_shows_what_the_default_run_prints() {
     for line in sample.lines().map(str::trim_end).filter(|l| *l != "...") {
         assert!(printed.contains(&line), "README line not printed by `hwwfc schedule`:\n{line}\n\n{stdout}");
     }
+}
+
+#[test]
+fn a_model_file_with_elementwise_layers_fuses_where_it_may() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = json!({"name": "mlp", "layers": [
+        {"name": "norm", "kind": "norm", "rows": 512, "cols": 1024, "inputs": []},
+        {"name": "fc", "kind": "matmul", "m": 512, "n": 4096, "k": 1024, "inputs": ["norm"]},
+        {"name": "act", "kind": "gelu", "rows": 512, "cols": 4096, "inputs": ["fc"]},
+        {"name": "proj", "kind": "matmul", "m": 512, "n": 1024, "k": 4096, "inputs": ["act"]},
+        {"name": "res", "kind": "add", "rows": 512, "cols": 1024, "dtype": "f16", "inputs": ["proj", "norm"]}
+    ]});
+    let path = write_json(dir.path(), "mlp.json", &model);
+    let v = schedule_json(&["--spec", "h200", "--model", path.to_str().unwrap()]);
+    check_report(&v, "h200", "mlp", 5);
+    assert_eq!(v["layers"][2]["op"], json!({"elementwise": "gelu", "rows": 512, "cols": 4096, "dtype": "f16"}));
+    assert_eq!(v["layers"][0]["kind"], "elementwise");
+    // The GELU and the residual add run in their matmuls' epilogues; the
+    // norm, which needs whole rows, runs as a kernel of its own.
+    assert_eq!(v["layers"][2]["placement"], "epilogue");
+    assert_eq!(v["layers"][4]["placement"], "epilogue");
+    assert_ne!(v["layers"][0]["placement"], "epilogue");
+    assert_eq!(v["agree"], true);
+}
+
+#[test]
+fn the_real_graphs_are_scheduled_and_a_cutset_over_budget_leaves_wfc_alone() {
+    for (model, layers) in [("llama3-8b-graph", 15), ("gpt2-graph", 12), ("vit-b16-graph", 14)] {
+        let v = schedule_json(&["--spec", "h200", "--model", model]);
+        check_report(&v, "h200", model, layers);
+        assert_eq!(v["agree"], true, "{model}");
+        assert!(v["exact_skipped"].is_null());
+    }
+    // On the tiles space every edge costs, and the MoE layer's eight
+    // experts joined by their running sum make a cutset too large for the
+    // exact solver's budget: WFC's schedule, and the reason.
+    let v = schedule_json(&["--model", "mixtral-moe-graph", "--seq", "256"]);
+    assert!(v["exact_cost"].is_null());
+    assert!(v["wfc_cost"].as_f64().unwrap() > 0.0);
+    assert!(v["exact_skipped"].as_str().unwrap().contains("cutset"), "{}", v["exact_skipped"]);
+    // Asked for alone, the exact solver's refusal is an error.
+    hwwfc()
+        .args(["schedule", "--model", "mixtral-moe-graph", "--seq", "256", "--solver", "exact"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("more than 65536 combinations"));
+}
+
+#[test]
+fn measuring_a_model_with_elementwise_layers_is_refused_before_any_gpu_work() {
+    hwwfc()
+        .args(["schedule", "--spec", "h200", "--model", "gpt2-graph", "--measure"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("elementwise layers").and(predicate::str::contains("no kernel yet")));
 }

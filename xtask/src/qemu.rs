@@ -279,8 +279,8 @@ fn build_and_run() -> Result<bool, String> {
         };
         println!("{what}: {verdict}");
     }
-    // Eight cases (fixtures::CASES), each by both solvers.
-    if app.records("schedule").len() != 16 || all.is_empty() {
+    // Ten cases (fixtures::CASES), each by both solvers.
+    if app.records("schedule").len() != 20 || all.is_empty() {
         println!("benchmark image: records missing");
         ok = false;
     }

@@ -100,6 +100,9 @@ fn check_model(value: serde_json::Value) {
                     hwwfc_core::Op::Softmax { rows, cols, dtype } => serde_json::json!({
                         "name": l.name.as_str(), "kind": "softmax", "rows": rows, "cols": cols, "dtype": dtype,
                     }),
+                    hwwfc_core::Op::Elementwise { kind, rows, cols, dtype } => serde_json::json!({
+                        "name": l.name.as_str(), "kind": kind.name(), "rows": rows, "cols": cols, "dtype": dtype,
+                    }),
                 })
                 .collect();
             let again = model_file::from_json(serde_json::json!({"name": m.name, "layers": layers}), path)

@@ -20,14 +20,24 @@ pub fn run(args: &ScheduleArgs) -> Result<()> {
         SolverChoice::Exact => Solvers { wfc: false, exact: true },
         SolverChoice::Both => Solvers { wfc: true, exact: true },
     };
-    let outcome = solve::run(&model.graph, &spec.spec, &coefficients.coefficients, solvers)?;
+    let options = hwwfc_core::BuildOptions { fusion: !args.no_fusion };
+    let outcome = solve::run(&model.graph, &spec.spec, &coefficients.coefficients, solvers, options)?;
 
     if let Some(path) = &args.dump_problem {
-        let optimum = match &outcome.exact {
-            Some(run) => run.solution.clone(),
-            None => solve::solve_exact(&outcome.problem, &model.graph)?.0,
+        // The exact optimum where the exact solver can find it; else (a
+        // DAG whose loop cutset is over the budget) WFC's schedule, marked
+        // as not proven optimal, for an outside solver to judge.
+        let best = match (&outcome.exact, &outcome.wfc) {
+            (Some(run), _) => output::dump::Best::Optimal(run.solution.clone()),
+            (None, wfc) => match (solve::solve_exact(&outcome.problem, &model.graph), wfc) {
+                (Ok((solution, _)), _) => output::dump::Best::Optimal(solution),
+                (Err(_), Some(w)) if outcome.exact_skipped.is_some() || !solvers.exact => {
+                    output::dump::Best::Wfc(w.solution.clone())
+                }
+                (Err(e), _) => return Err(e),
+            },
         };
-        let text = output::dump::render(&spec.spec.name, &model.name, &model.graph, &outcome.problem, &optimum)?;
+        let text = output::dump::render(&spec.spec.name, &model.name, &model.graph, &outcome.problem, &best)?;
         atomic_write::write(path, text.as_bytes())?;
     }
 
@@ -68,6 +78,7 @@ fn measure(
         let w = match layer.op {
             Op::MatMul { m, n, k, batch, .. } => Workload::MatMul { name, m, n, k, batch },
             Op::Softmax { rows, cols, .. } => Workload::Softmax { name, rows, cols },
+            Op::Elementwise { .. } => anyhow::bail!("{}", crate::profile::chain::NO_ELEMENTWISE_KERNEL),
         };
         layers.push((w, Config::new(s, state)));
     }

@@ -89,7 +89,7 @@ fn layers(m: &LoadedModel, s: &TenantSchedule) -> Result<Vec<(Workload, Config)>
     if m.graph.len() != s.choices.len() {
         anyhow::bail!("internal error: {} layers, {} choices", m.graph.len(), s.choices.len());
     }
-    Ok(m.graph
+    m.graph
         .layers()
         .iter()
         .zip(&s.choices)
@@ -98,10 +98,11 @@ fn layers(m: &LoadedModel, s: &TenantSchedule) -> Result<Vec<(Workload, Config)>
             let w = match layer.op {
                 Op::MatMul { m, n, k, batch, .. } => Workload::MatMul { name, m, n, k, batch },
                 Op::Softmax { rows, cols, .. } => Workload::Softmax { name, rows, cols },
+                Op::Elementwise { .. } => anyhow::bail!("{}", crate::profile::chain::NO_ELEMENTWISE_KERNEL),
             };
-            (w, Config::new(c.index, &c.state))
+            Ok((w, Config::new(c.index, &c.state)))
         })
-        .collect())
+        .collect()
 }
 
 fn us(x: f64) -> String {

@@ -138,10 +138,13 @@ pub fn for_kind(kind: OpKind) -> impl Iterator<Item = &'static dyn KernelFamily>
 
 /// The family that runs configuration `c` of an operator of `kind` (the
 /// kind's first family where none claims the configuration's placement).
+/// Elementwise layers have no family yet (no workload file names one, and
+/// `--measure` refuses models with them): they are given the row softmax's,
+/// the kernel of their shape.
 pub fn for_config(kind: OpKind, c: &Config) -> &'static dyn KernelFamily {
     for_kind(kind).find(|f| f.placement() == c.placement).unwrap_or(match kind {
         OpKind::MatMul => &matmul::MmaSync,
-        OpKind::Softmax => &softmax::RowSoftmax,
+        OpKind::Softmax | OpKind::Elementwise => &softmax::RowSoftmax,
     })
 }
 
@@ -171,6 +174,7 @@ mod tests {
         match kind {
             OpKind::MatMul => Op::MatMul { m: 77, n: 50257, k: 200, batch: 3, dtype: DType::F16 },
             OpKind::Softmax => Op::Softmax { rows: 7, cols: 77, dtype: DType::F32 },
+            OpKind::Elementwise => unreachable!("no family measures elementwise layers"),
         }
     }
 

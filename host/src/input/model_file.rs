@@ -36,7 +36,13 @@
 //!     fields `m`, `n`, `k` (required), `batch` (default 1), `dtype`
 //!     (`f16`, `bf16` or `f32`; default `f16`);
 //!   - `softmax`: a softmax over each row of a `rows x cols` matrix;
-//!     fields `rows`, `cols` (required), `dtype` (default `f32`).
+//!     fields `rows`, `cols` (required), `dtype` (default `f32`);
+//!   - `add` (`a + b`), `silu_mul` (`silu(a) * b`), `gelu`, `norm` (a row
+//!     normalisation, RMSNorm or LayerNorm): elementwise layers over
+//!     `rows x cols` tensors; fields `rows`, `cols` (required), `dtype`
+//!     (default `f16`). The first input is `a`: where it is a matmul of the
+//!     same shape and element type that no other layer reads, the layer
+//!     may run in that matmul's epilogue (not `norm`).
 //!
 //! Sizes are integers of at least 1, and no tensor of a layer may exceed
 //! 4 GiB. Unknown fields and unknown kinds are rejected; every error names
@@ -48,7 +54,7 @@ use anyhow::{anyhow, bail, Result};
 use hwwfc_core::graph::{GraphError, MAX_INPUTS};
 use hwwfc_core::layer::{ShapeError, LAYER_NAME_CAPACITY};
 use hwwfc_core::models::{self, ModelError};
-use hwwfc_core::{DType, Graph, Op, HOST_MAX_LAYERS};
+use hwwfc_core::{DType, ElementwiseKind, Graph, Op, HOST_MAX_LAYERS};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -71,6 +77,8 @@ Model file format (--model FILE):
   file's stem; layer names are unique, at most {LAYER_NAME_CAPACITY} bytes.
   matmul: m, n, k required; batch defaults to 1; dtype (f16, bf16, f32) to f16.
   softmax: rows, cols required; dtype defaults to f32.
+  add, silu_mul, gelu, norm (elementwise; norm: RMSNorm or LayerNorm): rows, cols
+  required; dtype defaults to f16. The first input is the one an epilogue may fuse.
   Sizes are at least 1 and no tensor may exceed 4 GiB; unknown fields and
   kinds are rejected."
     )
@@ -177,6 +185,19 @@ struct SoftmaxFields {
     dtype: DType,
 }
 
+/// The shape fields of an elementwise layer.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ElementwiseFields {
+    rows: u32,
+    cols: u32,
+    #[serde(default = "f16")]
+    dtype: DType,
+}
+
+/// The kinds a layer may have, for errors.
+const KINDS: &str = "`matmul`, `softmax`, `add`, `silu_mul`, `gelu` or `norm`";
+
 /// Converts a parsed model file; `path` names it in errors.
 pub fn from_json(value: Value, path: &Path) -> Result<LoadedModel> {
     let file = path.display();
@@ -264,7 +285,7 @@ fn parse_layer(i: usize, value: Value) -> Result<(String, Op, Option<Vec<String>
     }
     let kind = json::take_string(&mut object, "kind").map_err(|e| format!("{label}: {e}"))?;
     let Some(kind) = kind else {
-        return Err(format!("{label}: missing field `kind` (`matmul` or `softmax`)"));
+        return Err(format!("{label}: missing field `kind` ({KINDS})"));
     };
     let inputs = match object.remove("inputs") {
         None => None,
@@ -296,7 +317,13 @@ fn parse_layer(i: usize, value: Value) -> Result<(String, Op, Option<Vec<String>
             let f: SoftmaxFields = json::from_value(fields).map_err(|e: FieldError| format!("{label}: {e}"))?;
             Op::Softmax { rows: f.rows, cols: f.cols, dtype: f.dtype }
         }
-        other => return Err(format!("{label}: field `kind`: unknown kind `{other}`, expected `matmul` or `softmax`")),
+        other => match ElementwiseKind::ALL.iter().find(|k| k.name() == other) {
+            Some(&kind) => {
+                let f: ElementwiseFields = json::from_value(fields).map_err(|e: FieldError| format!("{label}: {e}"))?;
+                Op::Elementwise { kind, rows: f.rows, cols: f.cols, dtype: f.dtype }
+            }
+            None => return Err(format!("{label}: field `kind`: unknown kind `{other}`, expected {KINDS}")),
+        },
     };
     Ok((name, op, inputs))
 }
@@ -406,6 +433,9 @@ mod tests {
             "model `llama3-8b-block` with --seq 100000: layer 1 (`attn_scores`): a tensor of this layer exceeds 4 GiB"
         );
         let e = load("gpt3", None).unwrap_err().to_string();
-        assert!(e.contains("attention, gpt2-block, llama3-8b-block, llama3-8b-attention, llama3-8b-dag"), "{e}");
+        assert!(
+            e.contains("attention, gpt2-block, llama3-8b-block, llama3-8b-attention, llama3-8b-dag, llama3-8b-graph"),
+            "{e}"
+        );
     }
 }

@@ -9,7 +9,10 @@
 //! edges[]     from, to (layer indices, producer first),
 //!             transition_us: matrix, rows = the producer's surviving states in order,
 //!             columns = the consumer's; null where the pair is incompatible
-//! optimum     states (state indices, one per layer) and cost_us: the exact DP's answer
+//! optimum     states (state indices, one per layer), cost_us, solver ("exact" or
+//!             "wfc") and optimal (true for the exact solver's answer; false where the
+//!             DAG's loop cutset was over the exact solver's budget and WFC's schedule
+//!             is given instead, its gap to the optimum unknown)
 //! ```
 //!
 //! The total cost of an assignment is the sum of its states' `unary_us` and
@@ -23,7 +26,7 @@ use hwwfc_core::{Problem, StateIndex};
 use serde::Serialize;
 
 /// Version of the dump format.
-pub const DUMP_VERSION: u32 = 1;
+pub const DUMP_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct StateJson {
@@ -62,6 +65,16 @@ struct EdgeJson {
 struct OptimumJson {
     states: Vec<StateIndex>,
     cost_us: f32,
+    solver: &'static str,
+    optimal: bool,
+}
+
+/// The best schedule known for a dump.
+pub enum Best {
+    /// The exact solver's optimum.
+    Optimal(HostSolution),
+    /// WFC's schedule, where the exact solver could not run.
+    Wfc(HostSolution),
 }
 
 #[derive(Serialize)]
@@ -83,8 +96,12 @@ pub fn render(
     model: &str,
     graph: &HostGraph,
     problem: &HostProblem,
-    optimum: &HostSolution,
+    best: &Best,
 ) -> anyhow::Result<String> {
+    let (optimum, solver, optimal) = match best {
+        Best::Optimal(s) => (s, "exact", true),
+        Best::Wfc(s) => (s, "wfc", false),
+    };
     let layers = graph
         .layers()
         .iter()
@@ -144,7 +161,7 @@ pub fn render(
         cost_unit: "us",
         layers,
         edges,
-        optimum: OptimumJson { states: optimum.states.to_vec(), cost_us: optimum.cost },
+        optimum: OptimumJson { states: optimum.states.to_vec(), cost_us: optimum.cost, solver, optimal },
     };
     let mut text = serde_json::to_string(&dump)?;
     text.push('\n');

@@ -4,11 +4,16 @@
 //! spec, model            names; spec_origin, spec_source, spec_notes, model_origin, seq (null for a file),
 //!                        coefficients ("default" or the file); partition (null, or
 //!                        sms, of_sms, sram_per_block_bytes, of_sram_per_block_bytes)
-//! layers[]               name, kind, op (the shape: m n k batch | rows cols, dtype),
+//! layers[]               name, kind, op (the shape: m n k batch | rows cols, dtype, with
+//!                        elementwise: add, silu_mul, gelu or norm for an elementwise layer),
 //!                        tile_m tile_n tile_k warps_m warps_n stages split_k pingpong placement layout,
 //!                        state_index, unary_us, transition_us,
 //!                        candidates, states_left, removed {constraint: count}
 //! wfc_cost, exact_cost   predicted totals in us (null for a solver not run)
+//! greedy_cost            each layer's cheapest state's total, the edges ignored (null where
+//!                        that breaks a hard coupling)
+//! exact_skipped          why the exact solver did not run beside WFC (a DAG's loop cutset
+//!                        over its budget), or null
 //! wfc_states, exact_states   chosen state indices per layer (or null)
 //! agree, equal_cost, gap_percent   same states? same total within f32 rounding?
 //!                        WFC's excess over the optimum in percent (null unless both ran)
@@ -55,6 +60,17 @@ pub enum OpJson {
         /// Element type.
         dtype: &'static str,
     },
+    /// An elementwise layer or a row normalisation.
+    Elementwise {
+        /// What it computes (`add`, `silu_mul`, `gelu`, `norm`).
+        elementwise: &'static str,
+        /// Rows.
+        rows: u32,
+        /// Columns.
+        cols: u32,
+        /// Element type.
+        dtype: &'static str,
+    },
 }
 
 impl From<&Op> for OpJson {
@@ -62,6 +78,9 @@ impl From<&Op> for OpJson {
         match *op {
             Op::MatMul { m, n, k, batch, dtype } => OpJson::MatMul { m, n, k, batch, dtype: dtype.name() },
             Op::Softmax { rows, cols, dtype } => OpJson::Softmax { rows, cols, dtype: dtype.name() },
+            Op::Elementwise { kind, rows, cols, dtype } => {
+                OpJson::Elementwise { elementwise: kind.name(), rows, cols, dtype: dtype.name() }
+            }
         }
     }
 }
@@ -139,6 +158,8 @@ pub struct ScheduleJson {
     layers: Vec<LayerJson>,
     wfc_cost: Option<f32>,
     exact_cost: Option<f32>,
+    exact_skipped: Option<String>,
+    greedy_cost: Option<f32>,
     wfc_states: Option<Vec<StateIndex>>,
     exact_states: Option<Vec<StateIndex>>,
     agree: Option<bool>,
@@ -214,6 +235,8 @@ pub fn report(v: &ScheduleView<'_>) -> ScheduleJson {
         layers,
         wfc_cost: o.wfc.as_ref().map(|r| r.solution.cost),
         exact_cost: o.exact.as_ref().map(|r| r.solution.cost),
+        exact_skipped: o.exact_skipped.clone(),
+        greedy_cost: o.greedy,
         wfc_states: o.wfc.as_ref().map(|r| r.solution.states.to_vec()),
         exact_states: o.exact.as_ref().map(|r| r.solution.states.to_vec()),
         agree: o.agree(),

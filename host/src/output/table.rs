@@ -135,6 +135,18 @@ pub fn render(v: &ScheduleView<'_>) -> String {
     if let Some(e) = &o.exact {
         let _ = writeln!(out, "exact:         {:.3} us predicted (optimal)", e.solution.cost);
     }
+    if let Some(why) = &o.exact_skipped {
+        let _ = writeln!(out, "exact:         {why}");
+    }
+    match o.greedy {
+        Some(c) => {
+            let _ =
+                writeln!(out, "greedy:        {c:.3} us predicted (each layer's cheapest state, the edges ignored)");
+        }
+        None => {
+            let _ = writeln!(out, "greedy:        infeasible (each layer's cheapest state breaks a hard coupling)");
+        }
+    }
     match (o.agree(), &o.wfc, &o.exact) {
         (Some(true), _, _) => {
             let _ = writeln!(out, "solvers:       agree (same states)");
@@ -190,7 +202,8 @@ mod tests {
         let model = model_file::load("attention", None).unwrap();
         let coefficients = LoadedCoefficients::default_model();
         let solvers = Solvers { wfc: true, exact: true };
-        let mut outcome = solve::run(&model.graph, &spec.spec, &coefficients.coefficients, solvers).unwrap();
+        let mut outcome =
+            solve::run(&model.graph, &spec.spec, &coefficients.coefficients, solvers, Default::default()).unwrap();
         // Replace WFC's answer with a worse feasible one: the next state of
         // the last layer's domain.
         let wfc = outcome.wfc.as_mut().unwrap();

@@ -24,6 +24,10 @@ use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
+/// Why a model with elementwise layers cannot run on the GPU yet.
+pub const NO_ELEMENTWISE_KERNEL: &str = "--measure runs matmul and softmax layers only: the elementwise layers \
+     (adds, norms, activations) have no kernel yet; schedule a model without them (such as llama3-8b-block)";
+
 struct Layer<'a> {
     f: CudaFunction,
     c: Config,
