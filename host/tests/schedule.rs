@@ -289,3 +289,19 @@ fn measuring_a_model_with_elementwise_layers_is_refused_before_any_gpu_work() {
         .failure()
         .stderr(predicate::str::contains("elementwise layers").and(predicate::str::contains("no kernel yet")));
 }
+
+#[test]
+fn fusion_is_a_coupling_that_greedy_choice_breaks_on_a_decode_step() {
+    // One token: the projections' cheapest states split K, which cannot
+    // fuse the following elementwise layer, so each layer's cheapest state
+    // is no schedule at all; the solvers weigh the split against the
+    // fusion.
+    let fused = schedule_json(&["--spec", "h200", "--model", "llama3-8b-graph", "--seq", "1"]);
+    assert!(fused["greedy_cost"].is_null(), "{}", fused["greedy_cost"]);
+    let plain = schedule_json(&["--spec", "h200", "--model", "llama3-8b-graph", "--seq", "1", "--no-fusion"]);
+    assert!(plain["layers"].as_array().unwrap().iter().all(|l| l["placement"] != "epilogue"));
+    assert!(!plain["greedy_cost"].is_null());
+    let (with, without) = (fused["exact_cost"].as_f64().unwrap(), plain["exact_cost"].as_f64().unwrap());
+    assert!(with < without, "with fusion {with} us, without {without} us");
+    assert_eq!(fused["agree"], true);
+}
