@@ -117,7 +117,7 @@ pub fn run(
     let build = timing::median_of_repeats(|| {
         HostProblem::build_with(black_box(graph), black_box(spec), black_box(k), black_box(options))
     });
-    let greedy = greedy(&*problem);
+    let greedy = greedy(&problem);
     let wfc = if solvers.wfc { Some(run_wfc(&problem, graph)?) } else { None };
     let mut exact_skipped = None;
     let exact = match solvers.exact {
@@ -247,8 +247,14 @@ mod tests {
     #[test]
     fn default_run_agrees() {
         let graph = models::builtin::<HOST_MAX_LAYERS>("attention", None).unwrap();
-        let out =
-            run(&graph, &presets::stress_gpu(), &Coefficients::default(), Solvers { wfc: true, exact: true }).unwrap();
+        let out = run(
+            &graph,
+            &presets::stress_gpu(),
+            &Coefficients::default(),
+            Solvers { wfc: true, exact: true },
+            BuildOptions::default(),
+        )
+        .unwrap();
         assert_eq!(out.agree(), Some(true));
         assert_eq!(out.gap_percent(), Some(0.0));
         assert_eq!(out.equal_cost(), Some(true));
