@@ -597,8 +597,10 @@ fn unknown_model() {
         assert_eq!(models::builtin::<8>(name, None), Err(ModelError::Unknown), "{name:?}");
     }
     assert_eq!(ModelError::Unknown.to_string(), "unknown model");
+    // Every built-in model fits the host's capacity (the Mixtral-style
+    // expert fan-out holds 44 layers).
     for name in models::NAMES {
-        assert!(models::builtin::<16>(name, None).is_ok(), "{name}");
+        assert!(models::builtin::<64>(name, None).is_ok(), "{name}");
     }
     // The full Llama 3 graph holds ten layers.
     assert_eq!(
