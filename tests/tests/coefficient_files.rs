@@ -31,16 +31,28 @@ fn postcard_and_json_coefficients_predict_the_same() {
     obj.remove("source");
     obj.remove("notes");
     let spec: hwwfc_core::HardwareSpec = serde_json::from_value(v).unwrap();
-    for name in models::NAMES {
-        let g = models::builtin::<16>(name, None).unwrap();
-        let a = ScheduleProblem::<16, { hwwfc_core::HOST_DOMAIN_WORDS }>::build(&g, &spec, &json).unwrap();
-        let b = ScheduleProblem::<16, { hwwfc_core::HOST_DOMAIN_WORDS }>::build(&g, &spec, &postcard).unwrap();
-        for layer in 0..a.layer_count() {
-            for s in a.domain(layer).iter() {
-                assert_eq!(a.unary(layer, s).to_bits(), b.unary(layer, s).to_bits(), "{name} layer {layer} state {s}");
+    // Every built-in model at the host's capacities (the Mixtral-style
+    // expert fan-out holds 44 layers); a problem that size wants a larger
+    // stack than a test thread's.
+    const L: usize = hwwfc_core::HOST_MAX_LAYERS;
+    const W: usize = hwwfc_core::HOST_DOMAIN_WORDS;
+    let check = move || {
+        for name in models::NAMES {
+            let g = models::builtin::<L>(name, None).unwrap();
+            let a = Box::new(ScheduleProblem::<L, W>::build(&g, &spec, &json).unwrap());
+            let b = Box::new(ScheduleProblem::<L, W>::build(&g, &spec, &postcard).unwrap());
+            for layer in 0..a.layer_count() {
+                for s in a.domain(layer).iter() {
+                    assert_eq!(
+                        a.unary(layer, s).to_bits(),
+                        b.unary(layer, s).to_bits(),
+                        "{name} layer {layer} state {s}"
+                    );
+                }
             }
         }
-    }
+    };
+    std::thread::Builder::new().stack_size(256 << 20).spawn(check).unwrap().join().unwrap();
 }
 
 #[test]

@@ -77,7 +77,8 @@ fn schedules_on_target_equal_the_hosts_bit_for_bit() {
             compared += 1;
         }
     }
-    assert_eq!(compared, 16);
+    assert_eq!(compared, CASES.len() * Solver::ALL.len());
+    assert!(compared >= 20, "{compared} schedules compared");
 }
 
 #[test]

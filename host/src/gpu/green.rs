@@ -46,8 +46,22 @@ pub struct GreenPart {
 /// over belong to neither.
 pub fn open_pair(ordinal: usize, a: u32, b: u32) -> Result<(GreenPart, GreenPart), GpuError> {
     let (dev, all) = device_sms(ordinal)?;
-    let (mut part_a, rest, made_a) = split(&all, a, "the device")?;
-    let (mut part_b, _left, made_b) = split(&rest, b, &format!("the SMs left after the first {made_a}"))?;
+    let (mut part_a, mut rest, made_a) = split(&all, a, "the device")?;
+    // The driver splits only SMs read from a device or a green context,
+    // never the rest of a split as it comes: the rest becomes a green
+    // context of its own (alive as long as the process), whose SMs are
+    // split again.
+    let rest_green = green(dev, &mut rest)?;
+    // SAFETY: the resource structs are plain C data, zero a valid start.
+    let mut rest_sms: sys::CUdevResource = unsafe { std::mem::zeroed() };
+    // SAFETY: `rest_green` is a live green context; one resource written.
+    check(
+        unsafe {
+            sys::cuGreenCtxGetDevResource(rest_green, &mut rest_sms, sys::CUdevResourceType::CU_DEV_RESOURCE_TYPE_SM)
+        },
+        "cuGreenCtxGetDevResource",
+    )?;
+    let (mut part_b, _left, made_b) = split(&rest_sms, b, &format!("the SMs left after the first {made_a}"))?;
     let (ctx_a, stream_a) = context(ordinal, dev, &mut part_a)?;
     let (ctx_b, stream_b) = context(ordinal, dev, &mut part_b)?;
     Ok((
@@ -101,6 +115,19 @@ fn split(
     Ok((part, rest, made))
 }
 
+/// A green context of device `dev` on the SM resource `part` (never
+/// destroyed).
+fn green(dev: sys::CUdevice, part: &mut sys::CUdevResource) -> Result<sys::CUgreenCtx, GpuError> {
+    let mut desc: sys::CUdevResourceDesc = std::ptr::null_mut();
+    // SAFETY: one resource in, one descriptor out.
+    check(unsafe { sys::cuDevResourceGenerateDesc(&mut desc, part, 1) }, "cuDevResourceGenerateDesc")?;
+    let mut green: sys::CUgreenCtx = std::ptr::null_mut();
+    let flags = sys::CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM as u32;
+    // SAFETY: a descriptor the driver made for this device.
+    check(unsafe { sys::cuGreenCtxCreate(&mut green, desc, dev, flags) }, "cuGreenCtxCreate")?;
+    Ok(green)
+}
+
 /// A green context of device `dev` on the SM resource `part`, as a plain
 /// context, and a non-blocking stream of it; both live as long as the
 /// process.
@@ -109,13 +136,7 @@ fn context(
     dev: sys::CUdevice,
     part: &mut sys::CUdevResource,
 ) -> Result<(Arc<CudaContext>, Arc<CudaStream>), GpuError> {
-    let mut desc: sys::CUdevResourceDesc = std::ptr::null_mut();
-    // SAFETY: one resource in, one descriptor out.
-    check(unsafe { sys::cuDevResourceGenerateDesc(&mut desc, part, 1) }, "cuDevResourceGenerateDesc")?;
-    let mut green: sys::CUgreenCtx = std::ptr::null_mut();
-    let flags = sys::CUgreenCtxCreate_flags::CU_GREEN_CTX_DEFAULT_STREAM as u32;
-    // SAFETY: a descriptor the driver made for this device.
-    check(unsafe { sys::cuGreenCtxCreate(&mut green, desc, dev, flags) }, "cuGreenCtxCreate")?;
+    let green = green(dev, part)?;
     let mut raw: sys::CUcontext = std::ptr::null_mut();
     // SAFETY: `green` is a live green context.
     check(unsafe { sys::cuCtxFromGreenCtx(&mut raw, green) }, "cuCtxFromGreenCtx")?;
