@@ -14,7 +14,10 @@
 //!   over its share of peak (of `compute_efficiency` for `mma.sync` tiles,
 //!   of `tma_efficiency` for the Hopper matmul's `wgmma` tiles), scaled by the matrix-instruction efficiency of
 //!   the warp tile `a / (a + warp_tile_half)`, by how well the `w` resident
-//!   warps hide latency `w / (w + warps_half)`, and, on a CUDA device, by
+//!   warps hide latency `w / (w + warps_half)` (not for `wgmma`, which is
+//!   asynchronous: a warpgroup keeps its products in flight alone; a
+//!   ping-pong block with one tile on its SM computes with one warpgroup),
+//!   and, on a CUDA device, by
 //!   the share of the SM's four sub-partitions they occupy `min(w / 4, 1)`
 //!   (each has its own tensor cores, and a warp runs on one); for a
 //!   softmax, the work of every thread over every element slot it holds,
@@ -22,7 +25,10 @@
 //!   folds in every warp's partial result (threads x warps);
 //! - memory: bytes from DRAM (each operand once, plus the re-reads between
 //!   tiles that miss in L2) and the tile traffic through L2 (which falls
-//!   with the tile's reuse `BM*BN/(BM+BN)`), at a bandwidth that the bytes
+//!   with the tile's reuse `BM*BN/(BM+BN)`, and which each busy SM draws
+//!   at most at its own rate: `sm_bytes_per_flop` of its share of the
+//!   peak for threads' copies, `tma_sm_bytes_per_flop` for the tensor
+//!   memory accelerator's bulk copies), at a bandwidth that the bytes
 //!   in flight also limit (Little's law): a request waits the memory
 //!   latency and its turn at the streaming rate, so the rate is the
 //!   harmonic combination `1 / (1/streaming + latency/in_flight)` of the
@@ -63,7 +69,10 @@
 //! ping-pong state (two consumer warpgroups, each with its own tiles in
 //! turns) reads B once per tile from shared memory and stores a tile
 //! while the other consumer computes, so a block slot's chain holds the
-//! stores of its last tile only (but every hand-over).
+//! stores of its last tile only (but every hand-over). The Hopper
+//! matmul's consumer warps store the output tile, and split-K's partial
+//! tiles, themselves: two warpgroups on a tile store in half the time of
+//! one (a ping-pong consumer is one).
 //!
 //! They combine in a smooth maximum `(c^p + m^p + h^p + s^p)^(1/p)`
 //! (compute, memory, chain, shared memory), so no term saturates the
@@ -91,7 +100,7 @@ use serde::{Deserialize, Serialize};
 /// their meaning): stored in coefficient files, as the JSON wrapper's
 /// `format_version` and as the third header byte of the wire format
 /// ([`crate::wire`]), and required when they are read.
-pub const COEFFICIENTS_VERSION: u8 = 8;
+pub const COEFFICIENTS_VERSION: u8 = 9;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -132,7 +141,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 30;
+pub const COEFFICIENT_COUNT: usize = 31;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -226,6 +235,13 @@ coefficients! {
     /// overlap loads, shared-memory reads and arithmetic more fully than
     /// one warp doing all of them in turn.
     tma_overlap_exponent = 8.0;
+    /// What one SM draws from the memory system through the tensor memory
+    /// accelerator (the Hopper matmul's bulk copies,
+    /// [`Placement::Tma`]), in place of `sm_bytes_per_flop`, which the
+    /// threads' asynchronous copies of the `mma.sync` matmul and the
+    /// loads of the row kernels reach: in bytes per flop of the SM's
+    /// share of the peak fp16 matrix arithmetic.
+    tma_sm_bytes_per_flop = 0.012;
 }
 
 impl Coefficients {
@@ -308,13 +324,14 @@ pub fn grid(spec: &HardwareSpec, op: &Op, state: &State) -> Grid {
 /// What one SM of a CUDA device can draw from the memory system, in bytes per microsecond
 /// ([`Coefficients::sm_bytes_per_flop`] of its share of the peak: a
 /// partition's SMs keep their own rate).
-fn sm_draw(spec: &HardwareSpec, c: &Coefficients) -> f32 {
+fn sm_draw(spec: &HardwareSpec, c: &Coefficients, s: &State) -> f32 {
     if !spec.space.is_cuda() {
         // A scratchpad accelerator's cores are fed by DMA, not by ports of
         // their own: no bound of this kind.
         return f32::INFINITY;
     }
-    spec.peak_flop_per_us(DType::F16) / spec.sm_count.max(1) as f32 * c.sm_bytes_per_flop
+    let per_flop = if s.placement == Placement::Tma { c.tma_sm_bytes_per_flop } else { c.sm_bytes_per_flop };
+    spec.peak_flop_per_us(DType::F16) / spec.sm_count.max(1) as f32 * per_flop
 }
 
 /// SMs that the grid keeps busy.
@@ -333,7 +350,7 @@ fn bandwidth(spec: &HardwareSpec, c: &Coefficients, g: &Grid, s: &State, in_flig
         return streaming.max(1.0);
     }
     let active = active_sms(spec, g);
-    let streaming = streaming.min(active * sm_draw(spec, c));
+    let streaming = streaming.min(active * sm_draw(spec, c, s));
     let little = active * g.resident() * in_flight_per_block / c.memory_latency_us;
     // Each request waits its latency and its turn at the streaming rate.
     (1.0 / (1.0 / streaming + 1.0 / little.max(1e-9))).max(1.0)
@@ -421,10 +438,15 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let warps_m = if s.pingpong { 4 } else { s.warps_m.max(1) };
     let warp_area = (bm / warps_m as f32) * (bn / s.warps_n.max(1) as f32);
     let mma = warp_area / (warp_area + c.warp_tile_half);
-    let w = resident_warps(g, s);
+    // A ping-pong block's two consumers take its tiles in turns: with one
+    // tile on the SM, one warpgroup computes and the other waits.
+    let w = if s.pingpong { 4.0 * (g.blocks_per_sm as f32).min(2.0) } else { resident_warps(g, s) };
     let busy = if spec.space.is_cuda() { (w / SUB_PARTITIONS_PER_SM).min(1.0) } else { 1.0 };
     let efficiency = if s.placement == Placement::Tma { c.tma_efficiency } else { c.compute_efficiency };
-    let rate_sm = spec.peak_flop_per_us(dtype) / sms * efficiency * mma * busy * latency_hiding(w, c.warps_half);
+    // `wgmma` is asynchronous: a warpgroup keeps its products in flight
+    // without other warps to hide their latency behind.
+    let hiding = if s.placement == Placement::Tma { 1.0 } else { latency_hiding(w, c.warps_half) };
+    let rate_sm = spec.peak_flop_per_us(dtype) / sms * efficiency * mma * busy * hiding;
     let flops_block = 2.0 * bm * bn * bk * steps;
     let t_compute = g.blocks_per_sm as f32 * flops_block / rate_sm;
 
@@ -445,7 +467,7 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let dram = unique + c.l2_miss_rate * (traffic - unique).max(0.0);
     let in_flight = stage_bytes * (s.stages.max(2) - 1) as f32;
     let bw = bandwidth(spec, c, g, s, in_flight);
-    let l2_rate = (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c));
+    let l2_rate = (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c, s));
     let t_memory = (dram / bw).max(traffic / l2_rate);
 
     // Steps: those a slot runs back to back; a pipeline of `stages`
@@ -477,19 +499,29 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
 
     // Per block: filling the pipeline and writing the output tile, whose
     // stores scatter over the rows of the mma fragments.
-    let store_bw = (spec.dram_bytes_per_us() / sms).min(sm_draw(spec, c)) * c.store_efficiency / g.resident();
+    let store_bw = (spec.dram_bytes_per_us() / sms).min(sm_draw(spec, c, s)) * c.store_efficiency / g.resident();
     let overhead = if s.placement == Placement::Tma { c.tma_tile_overhead_us } else { c.block_overhead_us };
     // A split-K unit stores fp32 partials; one unit in `split` also reads
     // the others' and stores the output.
     let tile_bytes = if split > 1.0 { 4.0 + ((split - 1.0) * 4.0 + e) / split } else { e };
-    let store = bm * bn * tile_bytes / store_bw;
+    // The Hopper matmul's epilogue is its consumer warps' own stores (and
+    // split-K's partial tiles theirs too), each thread's fragments in
+    // turn: two warpgroups on a tile keep twice the stores in flight of
+    // one (a ping-pong consumer is one warpgroup).
+    let storers = if s.placement == Placement::Tma {
+        let warps = if s.pingpong { 4 } else { s.warps().max(1) };
+        4.0 / warps as f32
+    } else {
+        1.0
+    };
+    let store = bm * bn * tile_bytes / store_bw * storers;
     // Split-K's hand-over: every unit writes its partial tile (the part
     // inside the matrix) and counts itself in; the last of a tile's
     // `split` units reads the other `split - 1` back: `(2 split - 1) /
     // split` partial tiles a unit on average.
     let handover = if split > 1.0 {
         let kib = bm.min(m) * bn.min(n) * 4.0 / 1024.0;
-        c.split_sync_us + kib * (2.0 * split - 1.0) / split * c.split_partial_us_per_kib
+        c.split_sync_us + kib * (2.0 * split - 1.0) / split * c.split_partial_us_per_kib * storers
     } else {
         0.0
     };

@@ -46,7 +46,7 @@ pub struct Usage {
 pub fn usage(op: &Op, state: &State) -> Usage {
     let e = op.dtype().bytes();
     let (bm, bn, bk) = (state.tile.m as u32, state.tile.n as u32, state.tile.k as u32);
-    let threads = if state.placement == Placement::Epilogue { 0 } else { state.threads().max(1) };
+    let threads = state.threads().max(1);
     // Saturating products and sums: the tables' states stay far below
     // `u32::MAX`, where these equal the plain ones.
     let mul = |a: u32, b: u32| a.saturating_mul(b);
@@ -94,6 +94,8 @@ pub fn usage(op: &Op, state: &State) -> Usage {
             (state.warps() * 8, per_thread + BASE_REGISTERS_PER_THREAD)
         }
     };
+    // A fused layer launches no threads of its own.
+    let threads = if state.placement == Placement::Epilogue { 0 } else { threads };
     Usage { sram_bytes, threads, registers_per_thread }
 }
 

@@ -402,13 +402,16 @@ fn report_files_are_whole_or_not_written() {
     // One line per measured configuration, under the header.
     let csv = std::fs::read_to_string(plots.join("predictions.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us");
+    assert_eq!(
+        lines[0],
+        "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,placement,split_k,pingpong,measured_us,predicted_us"
+    );
     // As many as the report counts.
     let counted = format!("{} measured configurations", lines.len() - 1);
     assert!(lines.len() > 1000 && md.contains(&counted), "{counted}");
     assert!(lines[1..]
         .iter()
-        .all(|l| l.split(',').count() == 9 && l.split(',').skip(7).all(|t| t.parse::<f64>().is_ok_and(|v| v > 0.0))));
+        .all(|l| l.split(',').count() == 12 && l.split(',').skip(10).all(|t| t.parse::<f64>().is_ok_and(|v| v > 0.0))));
     for d in [&run, &plots] {
         assert!(listing(d).iter().all(|f| !f.ends_with(".tmp")), "{:?}", listing(d));
     }

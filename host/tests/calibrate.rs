@@ -170,11 +170,11 @@ fn cross_validation_writes_each_workloads_held_out_prediction() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let csv = std::fs::read_to_string(run.join("plots/predictions.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us,held_out_us");
+    assert_eq!(lines[0], "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,placement,split_k,pingpong,measured_us,predicted_us,held_out_us");
     assert_eq!(lines.len(), 1 + 294 + 294 + 33);
     let mut differ = 0;
     for l in &lines[1..] {
-        let f: Vec<f64> = l.split(',').skip(7).map(|t| t.parse().unwrap()).collect();
+        let f: Vec<f64> = l.split(',').skip(10).map(|t| t.parse().unwrap()).collect();
         assert!(f.len() == 3 && f.iter().all(|v| *v > 0.0), "{l}");
         differ += usize::from((f[1] - f[2]).abs() > 1e-3 * f[1]);
     }

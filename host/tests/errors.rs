@@ -260,9 +260,10 @@ fn malformed_coefficient_files_are_rejected() {
     let e = schedule_error(&["--coefficients", arg(&p)]);
     assert!(e.contains("neg.json: field `coefficients.overlap_exponent`: must be a positive, finite number"), "{e}");
 
-    let p = write_json(dir.path(), "v9.json", &json!({"format_version": 9, "coefficients": coefficients()}));
+    let next = hwwfc_core::cost::COEFFICIENTS_VERSION + 1;
+    let p = write_json(dir.path(), "next.json", &json!({"format_version": next, "coefficients": coefficients()}));
     let e = schedule_error(&["--coefficients", arg(&p)]);
-    assert!(e.contains("v9.json: field `format_version`: version 9 is not supported"), "{e}");
+    assert!(e.contains(&format!("next.json: field `format_version`: version {next} is not supported")), "{e}");
 
     let mut c = coefficients();
     c["fudge"] = json!(1.0);

@@ -35,7 +35,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 27] = [
+const FITTED: [(&str, Map); 28] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -63,6 +63,7 @@ const FITTED: [(&str, Map); 27] = [
     ("split_partial_us_per_kib", Map::Positive),
     ("sm_bytes_per_flop", Map::Positive),
     ("tma_overlap_exponent", Map::AboveOne),
+    ("tma_sm_bytes_per_flop", Map::Positive),
 ];
 
 fn slot(name: &str) -> Option<usize> {

@@ -158,7 +158,9 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
     // With cross-validation, each workload's prediction by the fit that
     // did not see it as well.
     let held_out = report.held_out_predictions.len() == l.data.workloads.len();
-    let mut csv = String::from("workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,measured_us,predicted_us");
+    let mut csv = String::from(
+        "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,placement,split_k,pingpong,measured_us,predicted_us",
+    );
     csv += if held_out { ",held_out_us\n" } else { "\n" };
     for (i, w) in l.data.workloads.iter().enumerate() {
         let p = evaluate::predict(&l.spec, k, w);
@@ -168,14 +170,17 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
         for (j, ((s, measured), predicted)) in w.samples.iter().zip(&t).zip(&p).enumerate() {
             let st = &s.state;
             csv += &format!(
-                "{},{},{},{},{},{},{},{measured:.3},{predicted:.3}",
+                "{},{},{},{},{},{},{},{},{},{},{measured:.3},{predicted:.3}",
                 w.workload.name(),
                 st.tile.m,
                 st.tile.n,
                 st.tile.k,
                 st.warps_m,
                 st.warps_n,
-                st.stages
+                st.stages,
+                st.placement.name(),
+                st.split_k,
+                u8::from(st.pingpong)
             );
             if let Some(v) = h.and_then(|h| h.get(j)) {
                 csv += &format!(",{v:.3}");
