@@ -1,6 +1,8 @@
 //! Solver timings: the attention benchmark on stress_gpu (build, WFC,
-//! exact DP, enumeration) and random chains of 6, 16 and 64 layers with
-//! 16, 36 and 64 states each.
+//! exact DP, enumeration) at the firmware's capacities (8 layers, 64 states
+//! a layer) and at the host's ([`hwwfc_core::HOST_MAX_LAYERS`] layers,
+//! 64 x [`hwwfc_core::HOST_DOMAIN_WORDS`] states), and random chains of 6,
+//! 16 and 64 layers with 16, 36 and 64 states each.
 //!
 //! `cargo bench -p hwwfc-core --bench solvers` (add `-- --quick` for a
 //! short run).
@@ -53,6 +55,24 @@ fn attention(c: &mut Criterion) {
     }
 }
 
+/// The attention benchmark at the host's capacities: the same problem in
+/// larger tables (the capacities size every loop over the domains' words).
+fn attention_host(c: &mut Criterion) {
+    const L: usize = hwwfc_core::HOST_MAX_LAYERS;
+    const W: usize = hwwfc_core::HOST_DOMAIN_WORDS;
+    let graph = models::builtin::<L>("attention", None).unwrap();
+    let spec = presets::stress_gpu();
+    let k = Coefficients::default();
+    let p = Box::new(ScheduleProblem::<L, W>::build(&graph, &spec, &k).unwrap());
+    let mut g = c.benchmark_group("attention_host_capacity");
+    g.bench_function("build", |b| {
+        b.iter(|| ScheduleProblem::<L, W>::build(black_box(&graph), black_box(&spec), black_box(&k)).unwrap())
+    });
+    g.bench_function("wfc", |b| b.iter(|| wfc::solve::<_, L, W>(black_box(&*p), &WfcConfig::default()).unwrap()));
+    g.bench_function("exact", |b| b.iter(|| exact::solve::<_, L, W>(black_box(&*p)).unwrap()));
+    g.finish();
+}
+
 /// The first feasible chain of the given shape from a fixed seed.
 fn chain(layers: usize, states: usize) -> support::DenseProblem {
     let strategy = support::dense_chains(layers, states);
@@ -97,6 +117,6 @@ fn chains(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = attention, chains
+    targets = attention, attention_host, chains
 }
 criterion_main!(benches);
