@@ -137,6 +137,24 @@ impl<'a> PreparedChain<'a> {
         }
         Ok(())
     }
+
+    /// Launches every layer, in order, each by the vendor's library where
+    /// its family has one (cuBLAS for a matmul), else by its own kernel in
+    /// its configuration (a softmax: there is no vendor's softmax to call
+    /// from here); returns the layers the vendor ran.
+    pub fn launch_vendor(&mut self) -> Result<usize, DriverError> {
+        let mut vendor = 0;
+        for l in self.layers.iter_mut() {
+            match l.workspace.run_baseline(0) {
+                Some(r) => {
+                    r?;
+                    vendor += 1;
+                }
+                None => l.workspace.launch(&l.f, &l.c, l.cfg, 0)?,
+            }
+        }
+        Ok(vendor)
+    }
 }
 
 /// Times a prepared chain on `gpu` (the GPU or green context it was
@@ -145,6 +163,17 @@ impl<'a> PreparedChain<'a> {
 pub fn time_prepared(gpu: &Gpu, chain: &mut PreparedChain<'_>, policy: &TimingPolicy) -> Result<Timing> {
     let mut timer = Timer::new(gpu, *policy).map_err(drv)?;
     let mut launch_all = |_: usize| chain.launch();
+    let once = TimingPolicy { warmup: 1, min_repeats: 1, max_repeats: 1, target_ms: 0.0 };
+    let first = timer.time_under(&once, 1.0, &mut launch_all).map_err(drv)?;
+    timer.time(first.median_us, &mut launch_all).map_err(drv)
+}
+
+/// Times the same chain with the vendor's library in place of our kernels
+/// where a family has one ([`PreparedChain::launch_vendor`]), like
+/// [`time_prepared`].
+pub fn time_prepared_vendor(gpu: &Gpu, chain: &mut PreparedChain<'_>, policy: &TimingPolicy) -> Result<Timing> {
+    let mut timer = Timer::new(gpu, *policy).map_err(drv)?;
+    let mut launch_all = |_: usize| chain.launch_vendor().map(|_| ());
     let once = TimingPolicy { warmup: 1, min_repeats: 1, max_repeats: 1, target_ms: 0.0 };
     let first = timer.time_under(&once, 1.0, &mut launch_all).map_err(drv)?;
     timer.time(first.median_us, &mut launch_all).map_err(drv)
@@ -170,6 +199,26 @@ pub fn time_chain(ordinal: usize, layers: &[(Workload, Config)], policy: &Timing
     time_chain_on(&gpu, layers, policy)
 }
 
+/// The chain of [`time_chain`] timed twice in one process on the same
+/// inputs: with our kernels, and with the vendor's library in their place
+/// where a family has one; with the layers the vendor ran.
+fn time_chain_and_vendor(
+    ordinal: usize,
+    layers: &[(Workload, Config)],
+    policy: &TimingPolicy,
+) -> Result<(Timing, Timing, usize)> {
+    let gpu = Gpu::open(ordinal)?;
+    let kernels = Kernels::compile(&gpu.info.arch(), &[layers])?;
+    let support = Support::compile(&gpu)?;
+    let blas = Blas::new(&gpu)?;
+    let tools = Tools { gpu: &gpu, support: &support, blas: &blas };
+    let mut chain = PreparedChain::prepare(tools, layers, &kernels)?;
+    let ours = time_prepared(&gpu, &mut chain, policy)?;
+    let vendor_layers = chain.launch_vendor().map_err(drv)?;
+    let vendor = time_prepared_vendor(&gpu, &mut chain, policy)?;
+    Ok((ours, vendor, vendor_layers))
+}
+
 /// One layer of a measured schedule.
 #[derive(Clone, Debug)]
 pub struct LayerTiming {
@@ -189,6 +238,12 @@ pub struct LayerTiming {
 pub struct ScheduleTiming {
     /// The layers back to back ([`time_chain`]).
     pub chain: Timing,
+    /// The same chain, in the same process and on the same inputs, with
+    /// the vendor's library in place of our kernels where a family has one
+    /// (cuBLAS for the matmuls; the softmax stays ours).
+    pub vendor_chain: Timing,
+    /// How many of the layers the vendor ran in `vendor_chain`.
+    pub vendor_layers: usize,
     /// Each layer alone.
     pub layers: Vec<LayerTiming>,
 }
@@ -204,7 +259,7 @@ pub fn measure_schedule(
     label: String,
 ) -> Result<ScheduleTiming> {
     use crate::database::{kernel_medians, RunFolder};
-    let chain = time_chain(gpu, layers, &TimingPolicy::default())?;
+    let (chain, vendor_chain, vendor_layers) = time_chain_and_vendor(gpu, layers, &TimingPolicy::default())?;
     let spec_for = Box::new({
         let spec = spec.clone();
         move |_: &crate::gpu::DeviceInfo| Ok(spec.clone())
@@ -224,5 +279,5 @@ pub fn measure_schedule(
             }
         })
         .collect();
-    Ok(ScheduleTiming { chain, layers })
+    Ok(ScheduleTiming { chain, vendor_chain, vendor_layers, layers })
 }
