@@ -179,7 +179,10 @@ mod tests {
     fn every_workload_is_measured_once_longest_first_over_the_workers() {
         let sizes = [5, 80, 20, 300, 1, 40, 40, 9, 120, 3, 60, 7];
         let mut log = Memory::default();
-        let dealt = deal(work(&sizes), 3, |_| Ok(Fake { fail_at: None, micros_per_task: 200 }), &mut log).unwrap();
+        // Each workload takes 20 ms, so that every worker has started
+        // before the first finishes (at 0.2 ms a worker that started late
+        // on a busy machine found the three longest taken).
+        let dealt = deal(work(&sizes), 3, |_| Ok(Fake { fail_at: None, micros_per_task: 20_000 }), &mut log).unwrap();
         assert_eq!(dealt.records, sizes.len());
         assert_eq!(log.0.len(), sizes.len());
         let mut all: Vec<usize> = dealt.taken.iter().flatten().copied().collect();
