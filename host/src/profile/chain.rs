@@ -157,38 +157,59 @@ impl<'a> PreparedChain<'a> {
     }
 }
 
-/// Times a prepared chain on `gpu` (the GPU or green context it was
-/// prepared on), with the L2 flushed before each repeat: a first run picks
-/// the number of repeats under `policy`.
-pub fn time_prepared(gpu: &Gpu, chain: &mut PreparedChain<'_>, policy: &TimingPolicy) -> Result<Timing> {
+/// Times `launch_all` on `gpu`, with the L2 flushed before each repeat: a
+/// first run picks the number of repeats under `policy`.
+fn time_launches(
+    gpu: &Gpu,
+    policy: &TimingPolicy,
+    mut launch_all: impl FnMut(usize) -> Result<(), DriverError>,
+) -> Result<Timing> {
     let mut timer = Timer::new(gpu, *policy).map_err(drv)?;
-    let mut launch_all = |_: usize| chain.launch();
     let once = TimingPolicy { warmup: 1, min_repeats: 1, max_repeats: 1, target_ms: 0.0 };
     let first = timer.time_under(&once, 1.0, &mut launch_all).map_err(drv)?;
     timer.time(first.median_us, &mut launch_all).map_err(drv)
 }
 
+/// Times a prepared chain on `gpu` (the GPU or green context it was
+/// prepared on), with the L2 flushed before each repeat: a first run picks
+/// the number of repeats under `policy`.
+pub fn time_prepared(gpu: &Gpu, chain: &mut PreparedChain<'_>, policy: &TimingPolicy) -> Result<Timing> {
+    time_launches(gpu, policy, |_| chain.launch())
+}
+
 /// Times the same chain with the vendor's library in place of our kernels
 /// where a family has one ([`PreparedChain::launch_vendor`]), like
-/// [`time_prepared`].
-pub fn time_prepared_vendor(gpu: &Gpu, chain: &mut PreparedChain<'_>, policy: &TimingPolicy) -> Result<Timing> {
-    let mut timer = Timer::new(gpu, *policy).map_err(drv)?;
-    let mut launch_all = |_: usize| chain.launch_vendor().map(|_| ());
-    let once = TimingPolicy { warmup: 1, min_repeats: 1, max_repeats: 1, target_ms: 0.0 };
-    let first = timer.time_under(&once, 1.0, &mut launch_all).map_err(drv)?;
-    timer.time(first.median_us, &mut launch_all).map_err(drv)
+/// [`time_prepared`]; with the layers the vendor ran.
+pub fn time_prepared_vendor(
+    gpu: &Gpu,
+    chain: &mut PreparedChain<'_>,
+    policy: &TimingPolicy,
+) -> Result<(Timing, usize)> {
+    let mut vendor_layers = 0;
+    let timing = time_launches(gpu, policy, |_| chain.launch_vendor().map(|n| vendor_layers = n))?;
+    Ok((timing, vendor_layers))
+}
+
+/// Compiles and loads the kernels of `layers` on an opened `gpu` and
+/// runs `f` on the prepared chain.
+fn with_chain<T>(
+    gpu: &Gpu,
+    layers: &[(Workload, Config)],
+    f: impl FnOnce(&mut PreparedChain<'_>) -> Result<T>,
+) -> Result<T> {
+    let kernels = Kernels::compile(&gpu.info.arch(), &[layers])?;
+    let support = Support::compile(gpu)?;
+    let blas = Blas::new(gpu)?;
+    let tools = Tools { gpu, support: &support, blas: &blas };
+    let mut chain = PreparedChain::prepare(tools, layers, &kernels)?;
+    f(&mut chain)
 }
 
 /// Times the layers (workload and configuration) run back to back on an
 /// opened `gpu` (the whole device, or a green context of it), with the L2
 /// flushed before each repeat of the whole chain.
 pub fn time_chain_on(gpu: &Gpu, layers: &[(Workload, Config)], policy: &TimingPolicy) -> Result<Timing> {
-    let kernels = Kernels::compile(&gpu.info.arch(), &[layers])?;
-    let support = Support::compile(gpu)?;
-    let blas = Blas::new(gpu)?;
-    let tools = Tools { gpu, support: &support, blas: &blas };
-    let mut chain = PreparedChain::prepare(tools, layers, &kernels)?;
-    time_prepared(gpu, &mut chain, policy)
+    with_chain(gpu, layers, |chain| time_prepared(gpu, chain, policy))
 }
 
 /// Times the layers (workload and configuration) run back to back on
@@ -208,15 +229,11 @@ fn time_chain_and_vendor(
     policy: &TimingPolicy,
 ) -> Result<(Timing, Timing, usize)> {
     let gpu = Gpu::open(ordinal)?;
-    let kernels = Kernels::compile(&gpu.info.arch(), &[layers])?;
-    let support = Support::compile(&gpu)?;
-    let blas = Blas::new(&gpu)?;
-    let tools = Tools { gpu: &gpu, support: &support, blas: &blas };
-    let mut chain = PreparedChain::prepare(tools, layers, &kernels)?;
-    let ours = time_prepared(&gpu, &mut chain, policy)?;
-    let vendor_layers = chain.launch_vendor().map_err(drv)?;
-    let vendor = time_prepared_vendor(&gpu, &mut chain, policy)?;
-    Ok((ours, vendor, vendor_layers))
+    with_chain(&gpu, layers, |chain| {
+        let ours = time_prepared(&gpu, chain, policy)?;
+        let (vendor, vendor_layers) = time_prepared_vendor(&gpu, chain, policy)?;
+        Ok((ours, vendor, vendor_layers))
+    })
 }
 
 /// One layer of a measured schedule.
