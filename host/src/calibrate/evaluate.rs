@@ -73,7 +73,10 @@ pub fn cross_validate_groups(
             distinct.len()
         );
     }
-    let threads = std::thread::available_parallelism().map_or(2, |t| t.get()).clamp(1, distinct.len());
+    let cores = std::thread::available_parallelism().map_or(2, |t| t.get());
+    let threads = cores.clamp(1, distinct.len());
+    // The folds share the cores; each fit's loss gets what is left.
+    let opts = &super::fit::FitOptions { threads: (cores / threads).max(1), ..*opts };
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<anyhow::Result<Vec<Fold>>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)

@@ -112,17 +112,58 @@ pub fn coefficients(p: &DVector<f64>, base: &Coefficients) -> Coefficients {
 /// The loss of `k` on `workloads`: mean over workloads of the mean squared
 /// log error.
 pub fn loss(spec: &HardwareSpec, k: &Coefficients, workloads: &[&WorkloadData]) -> f64 {
-    let mut total = 0.0;
-    for w in workloads {
-        let mut sum = 0.0;
-        for s in &w.samples {
-            let pred = cost::unary_cost(spec, k, &w.op, &s.state) as f64;
-            let r = if pred.is_finite() && pred > 0.0 { pred.ln() - s.time_us().ln() } else { 30.0 };
-            sum += r * r;
-        }
-        total += sum / w.samples.len().max(1) as f64;
+    Targets::new(workloads).loss(spec, k, 1)
+}
+
+/// What the loss compares the predictions with: each workload's measured
+/// log times, computed once for the many evaluations of a fit.
+pub struct Targets<'a> {
+    workloads: &'a [&'a WorkloadData],
+    /// Per workload, per sample: the log of the measured time.
+    log_times: Vec<Vec<f64>>,
+}
+
+impl<'a> Targets<'a> {
+    /// The targets of `workloads`.
+    pub fn new(workloads: &'a [&'a WorkloadData]) -> Self {
+        let log_times = workloads.iter().map(|w| w.samples.iter().map(|s| s.time_us().ln()).collect()).collect();
+        Targets { workloads, log_times }
     }
-    total / workloads.len().max(1) as f64
+
+    /// The loss of `k`, its workloads shared among `threads` threads. The
+    /// per-workload errors are added in workload order whatever the
+    /// threads, so the loss, and so the fit, is the same bits on any
+    /// machine.
+    pub fn loss(&self, spec: &HardwareSpec, k: &Coefficients, threads: usize) -> f64 {
+        let n = self.workloads.len();
+        let mut errors = vec![0.0; n];
+        let chunk = n.div_ceil(threads.clamp(1, n.max(1)));
+        if chunk >= n {
+            self.errors(spec, k, 0, &mut errors);
+        } else {
+            std::thread::scope(|s| {
+                for (i, part) in errors.chunks_mut(chunk).enumerate() {
+                    s.spawn(move || self.errors(spec, k, i * chunk, part));
+                }
+            });
+        }
+        errors.iter().sum::<f64>() / n.max(1) as f64
+    }
+
+    /// The mean squared log error of each workload from `first` on, into
+    /// `out`.
+    fn errors(&self, spec: &HardwareSpec, k: &Coefficients, first: usize, out: &mut [f64]) {
+        for (i, e) in out.iter_mut().enumerate() {
+            let (w, log_times) = (self.workloads[first + i], &self.log_times[first + i]);
+            let mut sum = 0.0;
+            for (s, ln_t) in w.samples.iter().zip(log_times) {
+                let pred = cost::unary_cost(spec, k, &w.op, &s.state) as f64;
+                let r = if pred.is_finite() && pred > 0.0 { pred.ln() - ln_t } else { 30.0 };
+                sum += r * r;
+            }
+            *e = sum / w.samples.len().max(1) as f64;
+        }
+    }
 }
 
 /// Weight of the prior: the squared distance of the parameters from those
@@ -136,7 +177,8 @@ struct Objective<'a> {
     spec: &'a HardwareSpec,
     base: Coefficients,
     prior: DVector<f64>,
-    workloads: &'a [&'a WorkloadData],
+    targets: &'a Targets<'a>,
+    threads: usize,
 }
 
 impl CostFunction for Objective<'_> {
@@ -145,7 +187,7 @@ impl CostFunction for Objective<'_> {
 
     fn cost(&self, p: &Self::Param) -> Result<f64, argmin::core::Error> {
         let k = coefficients(p, &self.base);
-        let l = loss(self.spec, &k, self.workloads) + PRIOR_WEIGHT * (p - &self.prior).norm_squared();
+        let l = self.targets.loss(self.spec, &k, self.threads) + PRIOR_WEIGHT * (p - &self.prior).norm_squared();
         Ok(if l.is_finite() { l } else { f64::MAX })
     }
 }
@@ -170,11 +212,15 @@ pub struct FitOptions {
     pub max_iters: u64,
     /// Most restarts from the best point.
     pub restarts: u32,
+    /// Threads that share each evaluation of the loss (the result does not
+    /// depend on them).
+    pub threads: usize,
 }
 
 impl Default for FitOptions {
     fn default() -> Self {
-        FitOptions { max_iters: 1500, restarts: 4 }
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        FitOptions { max_iters: 1500, restarts: 4, threads }
     }
 }
 
@@ -188,7 +234,8 @@ pub fn fit(spec: &HardwareSpec, start: &Coefficients, workloads: &[&WorkloadData
             2 * FITTED.len()
         );
     }
-    let initial_loss = loss(spec, start, workloads);
+    let targets = Targets::new(workloads);
+    let initial_loss = targets.loss(spec, start, opts.threads);
     let mut best = params(start);
     let mut best_loss = initial_loss;
     let mut iterations = 0;
@@ -201,7 +248,13 @@ pub fn fit(spec: &HardwareSpec, start: &Coefficients, workloads: &[&WorkloadData
             simplex.push(v);
         }
         let solver = NelderMead::new(simplex).with_sd_tolerance(1e-7).map_err(|e| anyhow!("{e}"))?;
-        let problem = Objective { spec, base: *start, prior: params(&Coefficients::default()), workloads };
+        let problem = Objective {
+            spec,
+            base: *start,
+            prior: params(&Coefficients::default()),
+            targets: &targets,
+            threads: opts.threads,
+        };
         let res = Executor::new(problem, solver)
             .configure(|s| s.max_iters(opts.max_iters))
             .run()
@@ -225,6 +278,23 @@ pub fn fit(spec: &HardwareSpec, start: &Coefficients, workloads: &[&WorkloadData
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loss_is_the_same_bits_on_any_number_of_threads() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../calib-data/h200/run1");
+        let data = super::super::dataset::load(&dir).unwrap();
+        let all: Vec<&WorkloadData> = data.workloads.iter().collect();
+        let spec = crate::input::spec_file::load("h200").unwrap().whole().unwrap();
+        let targets = Targets::new(&all);
+        let one = targets.loss(&spec, &Coefficients::default(), 1);
+        assert!(one.is_finite() && one > 0.0, "{one}");
+        for threads in [2, 3, 7, all.len() + 5] {
+            assert_eq!(targets.loss(&spec, &Coefficients::default(), threads).to_bits(), one.to_bits(), "{threads}");
+        }
+        // Another model's coefficients give another loss.
+        let k = Coefficients { compute_efficiency: 0.5, ..Coefficients::default() };
+        assert_ne!(targets.loss(&spec, &k, 2), one);
+    }
 
     #[test]
     fn parameters_round_trip_and_stay_physical() {
