@@ -14,7 +14,9 @@ set -u
 B=$1
 O=$2
 PHASE=${3:-all}
-W=calib-data/workloads.json
+# WORKLOADS=FILE compares on those workloads (default: the whole corpus,
+# whose exhaustive pass alone takes about half an hour of GPU time).
+W=${WORKLOADS:-calib-data/workloads.json}
 # COEFFICIENTS=FILE ranks with that fit instead of the binary's built-in one.
 C=${COEFFICIENTS:+--coefficients $COEFFICIENTS}
 mkdir -p "$O"
