@@ -109,15 +109,10 @@ pub fn coefficients(p: &DVector<f64>, base: &Coefficients) -> Coefficients {
     Coefficients::from_array(a)
 }
 
-/// The loss of `k` on `workloads`: mean over workloads of the mean squared
-/// log error.
-pub fn loss(spec: &HardwareSpec, k: &Coefficients, workloads: &[&WorkloadData]) -> f64 {
-    Targets::new(workloads).loss(spec, k, 1)
-}
-
-/// What the loss compares the predictions with: each workload's measured
-/// log times, computed once for the many evaluations of a fit.
-pub struct Targets<'a> {
+/// What the loss (the mean over workloads of the mean squared log error)
+/// compares the predictions with: each workload's measured log times,
+/// computed once for the many evaluations of a fit.
+struct Targets<'a> {
     workloads: &'a [&'a WorkloadData],
     /// Per workload, per sample: the log of the measured time.
     log_times: Vec<Vec<f64>>,
@@ -125,7 +120,7 @@ pub struct Targets<'a> {
 
 impl<'a> Targets<'a> {
     /// The targets of `workloads`.
-    pub fn new(workloads: &'a [&'a WorkloadData]) -> Self {
+    fn new(workloads: &'a [&'a WorkloadData]) -> Self {
         let log_times = workloads.iter().map(|w| w.samples.iter().map(|s| s.time_us().ln()).collect()).collect();
         Targets { workloads, log_times }
     }
@@ -134,7 +129,7 @@ impl<'a> Targets<'a> {
     /// per-workload errors are added in workload order whatever the
     /// threads, so the loss, and so the fit, is the same bits on any
     /// machine.
-    pub fn loss(&self, spec: &HardwareSpec, k: &Coefficients, threads: usize) -> f64 {
+    fn loss(&self, spec: &HardwareSpec, k: &Coefficients, threads: usize) -> f64 {
         let n = self.workloads.len();
         let mut errors = vec![0.0; n];
         let chunk = n.div_ceil(threads.clamp(1, n.max(1)));
