@@ -25,3 +25,18 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 }
 
 #define NEG_INF __int_as_float(0xff800000)
+
+// The elementwise operations, numbered as the core's ElementwiseKind (wire
+// order): 0 `x + e`, 1 `silu(x) * e`, 2 `gelu(x)` (tanh approximation).
+// Kind 3, the row norm, reduces whole rows: the elementwise kernel has its
+// own path for it, and no matmul epilogue runs it.
+#define NORM_EPS 1e-5f
+#define OP_BINARY(op) ((op) == 0 || (op) == 1)  // whether the operation reads a second operand
+
+template <int OP>
+__device__ __forceinline__ float apply_op(float x, float e) {
+    if (OP == 0) return x + e;
+    if (OP == 1) return x / (1.f + __expf(-x)) * e;
+    if (OP == 2) return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+    return x;
+}

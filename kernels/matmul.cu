@@ -10,6 +10,12 @@
 // The grid is one-dimensional: ceil(M/BM) * ceil(N/BN) blocks, in grouped
 // order (see GROUP_M); gridDim.y is the batch.
 //
+// EPILOGUE (optional, -D): an elementwise operation applied to the fp32
+// products before they are stored, numbered as in common.cuh (0 add, 1
+// silu_mul, 2 gelu), its second operand E read in C's place and layout:
+// the matmul and the elementwise layer after it as one kernel. Without it,
+// E is not read.
+//
 // Any shape works: edge tiles are zero-filled on load and masked on store.
 // Rows whose length is a multiple of 8 elements load with 16-byte
 // cp.async; other rows (K or N odd, say) take a scalar path.
@@ -126,7 +132,8 @@ __device__ __forceinline__ void load_tile(half_t* smem, unsigned sbase, unsigned
 #define MIN_BLOCKS ((ACC_PER_THREAD <= 64) ? (65536 / (THREADS * 128)) : 1)
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-    matmul(const half_t* __restrict__ A, const half_t* __restrict__ B, half_t* __restrict__ C, int M, int N, int K) {
+    matmul(const half_t* __restrict__ A, const half_t* __restrict__ B, half_t* __restrict__ C, int M, int N, int K,
+           const half_t* __restrict__ E) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     half_t* smem = (half_t*)smem_raw;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -147,6 +154,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     A += z * (size_t)M * K;
     B += z * (size_t)K * N;
     C += z * (size_t)M * N;
+#ifdef EPILOGUE
+    E += z * (size_t)M * N;
+#endif
     const bool vecA = (K % 8) == 0, vecB = (N % 8) == 0;
 
     float acc[MI][NI][4];
@@ -214,7 +224,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
             for (int h = 0; h < 2; h++) {
                 const int row = m0 + wm0 + mi * 16 + lane / 4 + h * 8;
                 if (row >= M) continue;
-                half_t lo = f2h(acc[mi][ni][2 * h]), hi = f2h(acc[mi][ni][2 * h + 1]);
+                float v0 = acc[mi][ni][2 * h], v1 = acc[mi][ni][2 * h + 1];
+#ifdef EPILOGUE
+                {
+                    float e0 = 0.f, e1 = 0.f;
+                    if (OP_BINARY(EPILOGUE)) {
+                        const half_t* e = E + (size_t)row * N + col;
+                        if (col < N) e0 = h2f(e[0]);
+                        if (col + 1 < N) e1 = h2f(e[1]);
+                    }
+                    v0 = apply_op<EPILOGUE>(v0, e0);
+                    v1 = apply_op<EPILOGUE>(v1, e1);
+                }
+#endif
+                half_t lo = f2h(v0), hi = f2h(v1);
                 half_t* dst = C + (size_t)row * N + col;
                 if (pairs && col + 1 < N) {
                     *(unsigned*)dst = (unsigned)lo | ((unsigned)hi << 16);

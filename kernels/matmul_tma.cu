@@ -26,6 +26,13 @@
 // zero for the next launch. No block waits for another. With SPLIT_K 1, W
 // and `counters` are not touched.
 //
+// EPILOGUE (optional, -D): an elementwise operation applied to the
+// output as it is stored, numbered as in common.cuh (0 add, 1 silu_mul, 2
+// gelu), its second operand E read in C's place and layout, 16 bytes a lane
+// as the output is written (after the product is rounded to the output
+// type): the matmul and the elementwise layer after it as one kernel.
+// Without it, E is not read.
+//
 // Shapes: any M; K and N multiples of 8 (TMA needs 16-byte row strides);
 // edge tiles are zero-filled by TMA on load and masked on store.
 //
@@ -83,6 +90,14 @@ __device__ __forceinline__ half_t to_out(float f) {
     return h;
 #else
     return f2h(f);
+#endif
+}
+
+__device__ __forceinline__ float from_out(unsigned h) {
+#if BF16
+    return __uint_as_float(h << 16);
+#else
+    return h2f((half_t)h);
 #endif
 }
 
@@ -243,7 +258,7 @@ __device__ __forceinline__ void split_range(int sp, int KT, int& kb, int& ke) {
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     matmul_tma(const __grid_constant__ TensorMap mapA, const __grid_constant__ TensorMap mapB,
                half_t* __restrict__ C, float* __restrict__ W, unsigned* __restrict__ counters, int M, int N, int K,
-               int batch) {
+               int batch, const half_t* __restrict__ E) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     // Swizzled boxes need 1024-byte alignment: the launch adds 1 KB of slack.
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -423,6 +438,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                         }
                         const int col = n0 + 8 * (jb + q);
                         if (row < M && col < N) {
+#ifdef EPILOGUE
+                            uint4 e = make_uint4(0, 0, 0, 0);
+                            if (OP_BINARY(EPILOGUE)) e = *(const uint4*)(E + (size_t)z * M * N + (size_t)row * N + col);
+                            const unsigned ev[4] = {e.x, e.y, e.z, e.w};
+#pragma unroll
+                            for (int x = 0; x < 4; x++) {
+                                const float lo = apply_op<EPILOGUE>(from_out(mine[x] & 0xFFFF), from_out(ev[x] & 0xFFFF));
+                                const float hi = apply_op<EPILOGUE>(from_out(mine[x] >> 16), from_out(ev[x] >> 16));
+                                mine[x] = to_out(lo) | ((unsigned)to_out(hi) << 16);
+                            }
+#endif
                             uint4 w = make_uint4(mine[0], mine[1], mine[2], mine[3]);
                             *(uint4*)(out + (size_t)row * N + col) = w;
                         }

@@ -397,7 +397,7 @@ pub struct ProfileArgs {
     pub quiet: bool,
 
     /// Measure only these kernel families (comma-separated names: matmul,
-    /// matmul_tma, softmax; default: every family the device runs); the
+    /// matmul_tma, softmax, elementwise; default: every family the device runs); the
     /// vendor's baseline and the copy and transposes are measured as ever.
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub kernels: Vec<String>,

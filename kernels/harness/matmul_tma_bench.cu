@@ -296,7 +296,8 @@ int main(int argc, char** argv) {
                 int tiles = ((s.m + c.bm - 1) / c.bm) * ((s.n + c.bn - 1) / c.bn) * s.batch;
                 int grid = std::min(tiles * c.split, sms);
                 int M = s.m, N = s.n, K = s.k, Bt = s.batch;
-                void* args[] = {&ma, &mb, &C, &W, &counters, &M, &N, &K, &Bt};
+                void* E = nullptr;  // no fused epilogue
+                void* args[] = {&ma, &mb, &C, &W, &counters, &M, &N, &K, &Bt, &E};
                 auto launch = [&]() {
                     CK(cuLaunchKernel(f, grid, 1, 1, 128 * (c.consumers + 1), 1, 1, smem, 0, args, nullptr));
                 };

@@ -166,6 +166,11 @@ pub fn group(runs: &[Vec<Record>]) -> Vec<WorkloadData> {
                 continue;
             }
             let (Some(c), Some(t), Some(_)) = (r.config, r.timing.as_ref(), r.workload.op()) else { continue };
+            if matches!(r.workload, Workload::MatMul { epilogue: Some(_), .. }) {
+                // A product with a fused epilogue is the matmul and the
+                // elementwise layer at once, which the core prices apart.
+                continue;
+            }
             let name = r.workload.name().to_string();
             if !by.contains_key(&name) {
                 order.push(name.clone());
@@ -216,7 +221,7 @@ mod tests {
         let states = space::states(SpaceKind::Hopper, hwwfc_core::OpKind::MatMul);
         Record {
             source: Source::Kernel,
-            workload: Workload::MatMul { name: "mm".into(), m: 256, n: 256, k: 256, batch: 1 },
+            workload: Workload::MatMul { name: "mm".into(), m: 256, n: 256, k: 256, batch: 1, epilogue: None },
             config: Some(Config::new(index, &states[index as usize])),
             status: Status::Ok,
             reason: None,

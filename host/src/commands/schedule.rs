@@ -58,9 +58,8 @@ fn measure(
     model: &model_file::LoadedModel,
     outcome: &solve::Outcome,
 ) -> Result<()> {
-    use crate::family::{self, Config};
-    use crate::input::workload_file::Workload;
-    use hwwfc_core::{Op, Problem};
+    use crate::family;
+    use hwwfc_core::Problem;
     if !spec.space.is_cuda() {
         anyhow::bail!("--measure runs the CUDA kernels: use a spec of the cuda or hopper space (such as h200)");
     }
@@ -70,18 +69,12 @@ fn measure(
         (None, Some(w)) => &w.solution,
         (None, None) => anyhow::bail!("no schedule to measure"),
     };
-    let mut layers = Vec::new();
-    for (i, (layer, &s)) in model.graph.layers().iter().zip(solution.states.iter()).enumerate() {
+    let mut states = Vec::new();
+    for (i, &s) in solution.states.iter().enumerate() {
         let plan = outcome.problem.layer(i).ok_or_else(|| anyhow::anyhow!("layer {i} missing"))?;
-        let state = plan.state(s).ok_or_else(|| anyhow::anyhow!("state {s} missing"))?;
-        let name = layer.name.to_string();
-        let w = match layer.op {
-            Op::MatMul { m, n, k, batch, .. } => Workload::MatMul { name, m, n, k, batch },
-            Op::Softmax { rows, cols, .. } => Workload::Softmax { name, rows, cols },
-            Op::Elementwise { .. } => anyhow::bail!("{}", crate::profile::chain::NO_ELEMENTWISE_KERNEL),
-        };
-        layers.push((w, Config::new(s, state)));
+        states.push((s, *plan.state(s).ok_or_else(|| anyhow::anyhow!("state {s} missing"))?));
     }
+    let layers = crate::profile::kernels::of_schedule(&model.graph, &states)?;
     let predicted: f64 =
         (0..outcome.problem.layer_count()).map(|i| outcome.problem.unary(i, solution.states[i]) as f64).sum();
     // Every configuration of every layer's shape, for the per-layer best.

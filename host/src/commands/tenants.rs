@@ -18,7 +18,6 @@ use crate::output::table::{layout, Align};
 use crate::profile::tenants::{self as measuring, PairTiming, TenantChains};
 use crate::tenants::{self, Evaluation, Plan, SplitOptions, TenantPlan, TenantSchedule};
 use anyhow::{Context, Result};
-use hwwfc_core::Op;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -89,20 +88,8 @@ fn layers(m: &LoadedModel, s: &TenantSchedule) -> Result<Vec<(Workload, Config)>
     if m.graph.len() != s.choices.len() {
         anyhow::bail!("internal error: {} layers, {} choices", m.graph.len(), s.choices.len());
     }
-    m.graph
-        .layers()
-        .iter()
-        .zip(&s.choices)
-        .map(|(layer, c)| {
-            let name = layer.name.to_string();
-            let w = match layer.op {
-                Op::MatMul { m, n, k, batch, .. } => Workload::MatMul { name, m, n, k, batch },
-                Op::Softmax { rows, cols, .. } => Workload::Softmax { name, rows, cols },
-                Op::Elementwise { .. } => anyhow::bail!("{}", crate::profile::chain::NO_ELEMENTWISE_KERNEL),
-            };
-            Ok((w, Config::new(c.index, &c.state)))
-        })
-        .collect()
+    let states: Vec<_> = s.choices.iter().map(|c| (c.index, c.state)).collect();
+    crate::profile::kernels::of_schedule(&m.graph, &states)
 }
 
 fn us(x: f64) -> String {

@@ -3,7 +3,7 @@
 //! operator that pass the core's constraints on a device.
 
 use hwwfc_core::space::{self, SpaceKind};
-use hwwfc_core::{constraint, HardwareSpec, Op, Placement, State, StateIndex};
+use hwwfc_core::{constraint, ElementwiseKind, HardwareSpec, Op, Placement, State, StateIndex};
 use serde::{Deserialize, Serialize};
 
 /// One configuration of a kernel: its index in the core's table and the
@@ -37,6 +37,12 @@ pub struct Config {
     /// where it is true.
     #[serde(default, skip_serializing_if = "is_false")]
     pub pingpong: bool,
+    /// The elementwise operation the kernel computes: an elementwise
+    /// layer's own, or the one a matmul applies in its epilogue (the
+    /// elementwise layer after it fused); written in records only where
+    /// there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elementwise: Option<ElementwiseKind>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -73,7 +79,13 @@ impl Config {
             placement: s.placement,
             split_k: s.split_k,
             pingpong: s.pingpong,
+            elementwise: None,
         }
+    }
+
+    /// The same configuration computing `elementwise` (see the field).
+    pub fn with_elementwise(self, elementwise: Option<ElementwiseKind>) -> Config {
+        Config { elementwise, ..self }
     }
 
     /// Threads of one block.
@@ -113,13 +125,17 @@ pub fn record_table(kind: hwwfc_core::OpKind) -> &'static [State] {
 }
 
 /// The configurations of `op` that the core allows on `spec`, in the
-/// core's table order.
+/// core's table order (an elementwise layer's computing its operation).
 pub fn configs(spec: &HardwareSpec, op: &Op) -> Vec<Config> {
+    let elementwise = match *op {
+        Op::Elementwise { kind, .. } => Some(kind),
+        Op::MatMul { .. } | Op::Softmax { .. } => None,
+    };
     space::states(cuda_space(spec), op.kind())
         .iter()
         .enumerate()
         .filter(|(_, s)| space::applicable(op, s) && constraint::check(spec, op, s).is_ok())
-        .map(|(i, s)| Config::new(i as StateIndex, s))
+        .map(|(i, s)| Config::new(i as StateIndex, s).with_elementwise(elementwise))
         .collect()
 }
 

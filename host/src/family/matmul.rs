@@ -4,18 +4,26 @@
 //! `WM x WN` warps each owning a part of the tile. The grid is
 //! one-dimensional over the tiles, in grouped order, with the batch along
 //! y. Checked against cuBLAS, itself checked against fp64 on the CPU, and
-//! timed beside cuBLAS.
+//! timed beside cuBLAS. A configuration with an elementwise operation
+//! applies it in the epilogue (`EPILOGUE`), its second operand read in the
+//! output's place: checked against cuBLAS followed by the fp64 reference of
+//! the operation, and timed beside cuBLAS followed by the operation as its
+//! own kernel.
 
 use super::{Config, Inputs, KernelFamily, Tools, Workspace};
-use crate::gpu::launch;
+use crate::gpu::launch::{self, ElementwiseOperands};
 use crate::gpu::KernelSource;
 use anyhow::{bail, Result};
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::{CudaFunction, CudaSlice, DriverError, LaunchConfig};
-use hwwfc_core::{Op, OpKind};
+use hwwfc_core::{ElementwiseKind, Op, OpKind};
 
 /// Largest relative error against cuBLAS that passes.
 pub const TOLERANCE: f64 = 1e-2;
+
+/// Offset of the seeds of a fused epilogue's second operands from the
+/// run's base seed.
+const EPILOGUE_SEED: u32 = 300;
 
 /// The `mma.sync` matmul family.
 pub struct MmaSync;
@@ -32,6 +40,20 @@ pub(super) fn dims(op: &Op) -> [u32; 4] {
 fn lens(op: &Op) -> [usize; 3] {
     let [m, n, k, b] = dims(op).map(|d| d as usize);
     [b * m * k, b * k * n, b * m * n]
+}
+
+/// The `EPILOGUE` define of a configuration with a fused elementwise
+/// operation (none otherwise).
+pub(super) fn epilogue_define(c: &Config) -> Option<(String, u32)> {
+    c.elementwise.map(|k| ("EPILOGUE".into(), crate::gpu::support::kind_code(k) as u32))
+}
+
+/// `label` followed by `+` and the fused operation, if any.
+pub(super) fn with_epilogue(label: String, c: &Config) -> String {
+    match c.elementwise {
+        Some(k) => format!("{label} +{}", k.name()),
+        None => label,
+    }
 }
 
 /// Dynamic shared memory of one block of `c`, bytes (the core's own count).
@@ -65,10 +87,14 @@ impl KernelFamily for MmaSync {
             ("WN".into(), c.warps_n as u32),
             ("STAGES".into(), c.stages as u32),
         ]
+        .into_iter()
+        .chain(epilogue_define(c))
+        .collect()
     }
 
     fn label(&self, c: &Config) -> String {
-        format!("{}x{}x{} w{}x{} s{}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages)
+        let label = format!("{}x{}x{} w{}x{} s{}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages);
+        with_epilogue(label, c)
     }
 
     fn launch(&self, op: &Op, c: &Config, _sm_count: u32) -> LaunchConfig {
@@ -102,13 +128,20 @@ impl KernelFamily for MmaSync {
 /// The buffers of a matmul: rotated sets of random fp16 operands, the
 /// output, and cuBLAS's output on the first set as the reference. Every
 /// matmul family runs in one of these (the Hopper family adds its tensor
-/// maps).
+/// maps). With a fused epilogue, each set also holds the operation's
+/// second operand, and the reference is cuBLAS's output with the operation
+/// applied in fp64.
 pub(super) struct MatmulWorkspace<'a> {
     pub(super) tools: Tools<'a>,
     /// `[m, n, k, batch]`.
     pub(super) dims: [u32; 4],
     /// `(A, B)` per input set.
     pub(super) sets: Vec<(CudaSlice<u16>, CudaSlice<u16>)>,
+    /// The fused epilogue's operation, if any.
+    epilogue: Option<ElementwiseKind>,
+    /// Its second operand per input set (`C`'s shape; empty where it has
+    /// none).
+    seconds: Vec<CudaSlice<u16>>,
     pub(super) out: CudaSlice<u16>,
     reference: Option<CudaSlice<u16>>,
 }
@@ -127,19 +160,69 @@ impl<'a> MatmulWorkspace<'a> {
             tools.support.fill_f16(&mut b, inputs.seed.wrapping_add(2 * s as u32 + 1), 1.0)?;
             sets.push((a, b));
         }
-        let mut ws =
-            MatmulWorkspace { tools, dims: dims(op), sets, out: stream.alloc_zeros::<u16>(c_len)?, reference: None };
+        let epilogue = inputs.epilogue;
+        if epilogue.is_some_and(ElementwiseKind::reduces_rows) {
+            bail!("a row norm cannot run in a matmul's epilogue");
+        }
+        let mut seconds = Vec::new();
+        if epilogue.is_some_and(|k| k.operands() > 1) {
+            for s in 0..inputs.sets {
+                let mut e: CudaSlice<u16> = stream.alloc_zeros(c_len)?;
+                tools.support.fill_f16(&mut e, inputs.seed.wrapping_add(EPILOGUE_SEED + s as u32), 1.0)?;
+                seconds.push(e);
+            }
+        }
+        let out = stream.alloc_zeros::<u16>(c_len)?;
+        let mut ws = MatmulWorkspace { tools, dims: dims(op), sets, epilogue, seconds, out, reference: None };
         if inputs.reference {
             // cuBLAS on the first set, itself checked on a sample against
-            // fp64 on the CPU.
+            // fp64 on the CPU, then the fused operation in fp64.
             let mut reference = stream.alloc_zeros::<u16>(c_len)?;
             let (a, b) = ws.sets.first().ok_or_else(|| anyhow::anyhow!("no input set"))?;
             tools.blas.gemm_f16(ws.dims, a, b, &mut reference)?;
             stream.synchronize()?;
             verify_reference(&tools, ws.dims.map(|d| d as usize), a, b, &reference)?;
+            if let Some(kind) = epilogue {
+                let product = reference.clone();
+                let [m, n, _, batch] = ws.dims;
+                let ops = ElementwiseOperands { x: &product, e: ws.second(0).unwrap_or(&product), w: &product };
+                tools.support.elementwise_reference(kind, &ops, &mut reference, [m * batch, n])?;
+                stream.synchronize()?;
+            }
             ws.reference = Some(reference);
         }
         Ok(ws)
+    }
+
+    /// The second operand of the fused epilogue in input set `set`, if it
+    /// has one.
+    pub(super) fn second(&self, set: usize) -> Option<&CudaSlice<u16>> {
+        match self.seconds.len() {
+            0 => None,
+            n => self.seconds.get(set % n),
+        }
+    }
+
+    /// What the kernel of `c` reads as its epilogue's second operand, and
+    /// the operands and output of input set `set`: the set's second
+    /// operand where `c` fuses an operation that has one, else a buffer it
+    /// does not read (the set's `A`). `Err` where `c` fuses another
+    /// operation than the one the workspace was made for.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn operands(
+        &mut self,
+        c: &Config,
+        set: usize,
+    ) -> Result<(&CudaSlice<u16>, &CudaSlice<u16>, &CudaSlice<u16>, &mut CudaSlice<u16>), DriverError> {
+        if c.elementwise != self.epilogue {
+            return Err(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
+        let (a, b) = &self.sets[set % self.sets.len()];
+        let e = match self.seconds.len() {
+            0 => a,
+            n => &self.seconds[set % n],
+        };
+        Ok((a, b, e, &mut self.out))
     }
 }
 
@@ -148,10 +231,11 @@ impl Workspace for MatmulWorkspace<'_> {
         self.tools.support.poison_f16(&mut self.out)
     }
 
-    fn launch(&mut self, f: &CudaFunction, _c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
-        let (a, b) = &self.sets[set % self.sets.len()];
+    fn launch(&mut self, f: &CudaFunction, c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
         let [m, n, k, _] = self.dims;
-        launch::gemm_f16(&self.tools.gpu.stream, f, cfg, a, b, &mut self.out, [m, n, k])
+        let stream = self.tools.gpu.stream.clone();
+        let (a, b, e, out) = self.operands(c, set)?;
+        launch::gemm_f16(&stream, f, cfg, a, b, launch::Output { c: out, e }, [m, n, k])
     }
 
     fn check(&self) -> Result<Result<f64, String>, DriverError> {
@@ -165,14 +249,23 @@ impl Workspace for MatmulWorkspace<'_> {
         }))
     }
 
+    /// cuBLAS, followed by the fused operation as its own kernel where the
+    /// workspace has one (what a library that does not fuse it runs).
     fn run_baseline(&mut self, set: usize) -> Option<Result<(), DriverError>> {
         let (a, b) = &self.sets[set % self.sets.len()];
-        Some(
-            self.tools
-                .blas
-                .gemm_f16(self.dims, a, b, &mut self.out)
-                .map_err(|_| DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED)),
-        )
+        let product = self
+            .tools
+            .blas
+            .gemm_f16(self.dims, a, b, &mut self.out)
+            .map_err(|_| DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED));
+        let e = match self.seconds.len() {
+            0 => a,
+            n => &self.seconds[set % n],
+        };
+        Some(product.and_then(|()| match self.epilogue {
+            Some(kind) => self.tools.support.elementwise_apply(kind, &mut self.out, e),
+            None => Ok(()),
+        }))
     }
 }
 

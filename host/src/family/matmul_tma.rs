@@ -70,12 +70,17 @@ impl KernelFamily for TmaWgmma {
             ("SPLIT_K".into(), c.split_k.max(1) as u32),
             ("PINGPONG".into(), c.pingpong as u32),
         ]
+        .into_iter()
+        .chain(super::matmul::epilogue_define(c))
+        .collect()
     }
 
     fn label(&self, c: &Config) -> String {
         let split = if c.split_k > 1 { format!(" k{}", c.split_k) } else { String::new() };
         let pingpong = if c.pingpong { " pp" } else { "" };
-        format!("{}x{}x{} wg{}{pingpong} s{}{split} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages)
+        let label =
+            format!("{}x{}x{} wg{}{pingpong} s{}{split} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages);
+        super::matmul::with_epilogue(label, c)
     }
 
     fn launch(&self, op: &Op, c: &Config, sm_count: u32) -> LaunchConfig {
@@ -159,8 +164,10 @@ impl Workspace for TmaWorkspace<'_> {
         self.fit(c)?;
         let [a, b] = &self.maps[set % self.maps.len()];
         let stream = self.inner.tools.gpu.stream.clone();
+        let dims = self.inner.dims;
+        let (_, _, e, out) = self.inner.operands(c, set)?;
         let split = launch::SplitK { partials: &mut self.partials, counters: &mut self.counters };
-        launch::gemm_tma(&stream, f, cfg, [a, b], &mut self.inner.out, split, self.inner.dims)
+        launch::gemm_tma(&stream, f, cfg, [a, b], launch::Output { c: out, e }, split, dims)
     }
 
     fn check(&self) -> Result<Result<f64, String>, DriverError> {

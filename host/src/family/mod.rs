@@ -12,9 +12,17 @@
 //!   cuBLAS and timed beside it;
 //! - [`matmul_tma`]: the Hopper matmul (TMA, `wgmma`, warp-specialized,
 //!   persistent), on the same inputs, reference and baseline;
-//! - [`softmax`]: the row softmax, checked against an fp64 reference.
+//! - [`softmax`]: the row softmax, checked against an fp64 reference;
+//! - [`elementwise`]: the residual add, SiLU times gate, GELU and RMSNorm
+//!   as row kernels, checked against an fp64 reference.
+//!
+//! An elementwise operation fused into a matmul's epilogue is a matmul
+//! configuration with that operation ([`Config::elementwise`]): the matmul
+//! families compile it in and their workspace holds its second operand
+//! ([`Inputs::epilogue`]).
 
 pub mod config;
+pub mod elementwise;
 pub mod matmul;
 pub mod matmul_tma;
 pub mod softmax;
@@ -51,6 +59,10 @@ pub struct Inputs {
     /// Whether to compute the reference output (on the first set), which
     /// [`Workspace::check`] compares with.
     pub reference: bool,
+    /// The elementwise operation a matmul's configurations apply in their
+    /// epilogue (its second operand is allocated with each set, and the
+    /// reference includes it); `None` for the others.
+    pub epilogue: Option<hwwfc_core::ElementwiseKind>,
 }
 
 /// A family of kernels: one CUDA source whose compile-time parameters are a
@@ -127,7 +139,7 @@ pub trait Workspace {
 
 /// Every family.
 pub fn all() -> &'static [&'static dyn KernelFamily] {
-    &[&matmul::MmaSync, &matmul_tma::TmaWgmma, &softmax::RowSoftmax]
+    &[&matmul::MmaSync, &matmul_tma::TmaWgmma, &softmax::RowSoftmax, &elementwise::RowElementwise]
 }
 
 /// The families of an operator kind, the one with the vendor's baseline
@@ -137,14 +149,14 @@ pub fn for_kind(kind: OpKind) -> impl Iterator<Item = &'static dyn KernelFamily>
 }
 
 /// The family that runs configuration `c` of an operator of `kind` (the
-/// kind's first family where none claims the configuration's placement).
-/// Elementwise layers have no family yet (no workload file names one, and
-/// `--measure` refuses models with them): they are given the row softmax's,
-/// the kernel of their shape.
+/// kind's first family where none claims the configuration's placement,
+/// such as an elementwise layer fused into its producer, which runs no
+/// kernel of its own).
 pub fn for_config(kind: OpKind, c: &Config) -> &'static dyn KernelFamily {
     for_kind(kind).find(|f| f.placement() == c.placement).unwrap_or(match kind {
         OpKind::MatMul => &matmul::MmaSync,
-        OpKind::Softmax | OpKind::Elementwise => &softmax::RowSoftmax,
+        OpKind::Softmax => &softmax::RowSoftmax,
+        OpKind::Elementwise => &elementwise::RowElementwise,
     })
 }
 
@@ -174,7 +186,9 @@ mod tests {
         match kind {
             OpKind::MatMul => Op::MatMul { m: 77, n: 50257, k: 200, batch: 3, dtype: DType::F16 },
             OpKind::Softmax => Op::Softmax { rows: 7, cols: 77, dtype: DType::F32 },
-            OpKind::Elementwise => unreachable!("no family measures elementwise layers"),
+            OpKind::Elementwise => {
+                Op::Elementwise { kind: hwwfc_core::ElementwiseKind::SiluMul, rows: 7, cols: 77, dtype: DType::F16 }
+            }
         }
     }
 
@@ -214,6 +228,33 @@ mod tests {
                 assert!(l.grid_dim.0 >= 1 && l.grid_dim.1 >= 1, "{}", f.label(c));
             }
             assert!(f.input_set_bytes(&op) > 0 && f.output_bytes(&op) > 0);
+        }
+    }
+
+    #[test]
+    fn each_elementwise_operation_and_each_fused_epilogue_is_its_own_program() {
+        use hwwfc_core::ElementwiseKind;
+        let spec = h200();
+        let mut programs = std::collections::HashSet::new();
+        for kind in ElementwiseKind::ALL {
+            let op = Op::Elementwise { kind, rows: 7, cols: 77, dtype: DType::F16 };
+            let c = configs(&spec, &op)[0];
+            assert_eq!(c.elementwise, Some(kind));
+            let f = for_config(OpKind::Elementwise, &c);
+            assert_eq!(f.name(), "elementwise");
+            assert!(f.label(&c).starts_with(kind.name()), "{}", f.label(&c));
+            assert!(programs.insert(f.program(&c)));
+        }
+        let mm = Op::MatMul { m: 64, n: 64, k: 64, batch: 1, dtype: DType::F16 };
+        for &f in all().iter().filter(|f| f.op_kind() == OpKind::MatMul) {
+            let Some(plain) = f.configs(&spec, &mm).first().copied() else { continue };
+            assert!(!f.defines(&plain).iter().any(|(d, _)| d == "EPILOGUE"));
+            for kind in [ElementwiseKind::Add, ElementwiseKind::SiluMul, ElementwiseKind::Gelu] {
+                let fused = plain.with_elementwise(Some(kind));
+                assert!(f.defines(&fused).iter().any(|(d, _)| d == "EPILOGUE"), "{}", f.name());
+                assert!(f.label(&fused).ends_with(&format!("+{}", kind.name())));
+                assert!(programs.insert(f.program(&fused)));
+            }
         }
     }
 }

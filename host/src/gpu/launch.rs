@@ -26,23 +26,34 @@ pub fn grid_for(n: usize) -> LaunchConfig {
     }
 }
 
-/// `kernel(const half_t* A, const half_t* B, half_t* C, int M, int N, int K)`:
-/// a row-major product `C = A B` of `batch` (the grid's y) `M x K` by `K x N`
-/// fp16 matrices.
+/// The output of a product and the second operand of its fused epilogue
+/// (the output's shape; unread without an epilogue that has one).
+pub struct Output<'a> {
+    /// The output `C`.
+    pub c: &'a mut CudaSlice<u16>,
+    /// The epilogue's second operand `E`.
+    pub e: &'a CudaSlice<u16>,
+}
+
+/// `kernel(const half_t* A, const half_t* B, half_t* C, int M, int N, int K,
+/// const half_t* E)`: a row-major product `C = A B` of `batch` (the grid's
+/// y) `M x K` by `K x N` fp16 matrices, `E` the second operand of a fused
+/// epilogue (`C`'s shape; unread without one).
 pub fn gemm_f16(
     stream: &Arc<CudaStream>,
     f: &CudaFunction,
     cfg: LaunchConfig,
     a: &CudaSlice<u16>,
     b: &CudaSlice<u16>,
-    c: &mut CudaSlice<u16>,
+    out: Output<'_>,
     [m, n, k]: [u32; 3],
 ) -> Result<(), DriverError> {
     let (m, n, k) = (m as i32, n as i32, k as i32);
+    let Output { c, e } = out;
     // SAFETY: the arguments are the signature above; the buffers hold the
     // shapes the kernel reads and writes (the caller allocated them for
     // these dimensions).
-    unsafe { stream.launch_builder(f).arg(a).arg(b).arg(c).arg(&m).arg(&n).arg(&k).launch(cfg) }.map(|_| ())
+    unsafe { stream.launch_builder(f).arg(a).arg(b).arg(c).arg(&m).arg(&n).arg(&k).arg(e).launch(cfg) }.map(|_| ())
 }
 
 /// The split-K buffers of the Hopper matmul: `SPLIT_K x batch x M x N`
@@ -56,18 +67,21 @@ pub struct SplitK<'a> {
 }
 
 /// `matmul_tma(TensorMap A, TensorMap B, half_t* C, float* W, unsigned*
-/// counters, int M, int N, int K, int batch)`: the product of the Hopper
-/// matmul, its operands described by tensor maps of `batch` row-major `M x
-/// K` and `K x N` matrices, `W` and `counters` its split-K buffers.
+/// counters, int M, int N, int K, int batch, const half_t* E)`: the product
+/// of the Hopper matmul, its operands described by tensor maps of `batch`
+/// row-major `M x K` and `K x N` matrices, `W` and `counters` its split-K
+/// buffers, `E` the second operand of a fused epilogue (unread without
+/// one).
 pub fn gemm_tma(
     stream: &Arc<CudaStream>,
     f: &CudaFunction,
     cfg: LaunchConfig,
     [a, b]: [&TensorMap; 2],
-    c: &mut CudaSlice<u16>,
+    out: Output<'_>,
     split: SplitK<'_>,
     [m, n, k, batch]: [u32; 4],
 ) -> Result<(), DriverError> {
+    let Output { c, e } = out;
     let (m, n, k, batch) = (m as i32, n as i32, k as i32, batch as i32);
     let SplitK { partials, counters } = split;
     // SAFETY: the arguments are the signature above; the maps describe the
@@ -85,6 +99,7 @@ pub fn gemm_tma(
             .arg(&n)
             .arg(&k)
             .arg(&batch)
+            .arg(e)
             .launch(cfg)
     }
     .map(|_| ())
@@ -120,6 +135,71 @@ pub fn transpose_f16(
     // SAFETY: the arguments are the signature above, over `rows * cols`
     // elements of each buffer.
     unsafe { stream.launch_builder(f).arg(x).arg(y).arg(&r).arg(&c).launch(cfg) }.map(|_| ())
+}
+
+/// The operands of an elementwise kernel (see `kernels/elementwise.cu`):
+/// `x` the first, `e` the second (the residual, the up projection), `w` the
+/// norm's weights, one per column; a kernel that does not read `e` or `w`
+/// is given `x` in their place.
+pub struct ElementwiseOperands<'a> {
+    /// The first operand, `rows x cols`.
+    pub x: &'a CudaSlice<u16>,
+    /// The second operand, `rows x cols`.
+    pub e: &'a CudaSlice<u16>,
+    /// The weights, `cols`.
+    pub w: &'a CudaSlice<u16>,
+}
+
+/// `elementwise(const half_t* X, const half_t* E, const half_t* W, half_t*
+/// Y, int rows, int cols)`: an elementwise layer's kernel over `rows x
+/// cols` fp16 tensors.
+pub fn elementwise_f16(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    cfg: LaunchConfig,
+    ops: &ElementwiseOperands<'_>,
+    y: &mut CudaSlice<u16>,
+    [rows, cols]: [u32; 2],
+) -> Result<(), DriverError> {
+    let (r, c) = (rows as i32, cols as i32);
+    // SAFETY: the arguments are the signature above, over `rows * cols`
+    // elements of `x`, `e` and `y` and `cols` of `w` (the caller sized them).
+    unsafe { stream.launch_builder(f).arg(ops.x).arg(ops.e).arg(ops.w).arg(y).arg(&r).arg(&c).launch(cfg) }.map(|_| ())
+}
+
+/// `elementwise_reference(int op, const half_t* X, const half_t* E, const
+/// half_t* W, half_t* R, int rows, int cols)`: the fp64 reference of an
+/// elementwise layer (`op` the core's `ElementwiseKind` in wire order), one
+/// warp per row.
+pub fn elementwise_reference(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    op: i32,
+    ops: &ElementwiseOperands<'_>,
+    r: &mut CudaSlice<u16>,
+    [rows, cols]: [u32; 2],
+) -> Result<(), DriverError> {
+    let cfg = LaunchConfig { grid_dim: (rows.div_ceil(8), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let (rr, c) = (rows as i32, cols as i32);
+    // SAFETY: as for `elementwise_f16`, with the operation first.
+    unsafe { stream.launch_builder(f).arg(&op).arg(ops.x).arg(ops.e).arg(ops.w).arg(r).arg(&rr).arg(&c).launch(cfg) }
+        .map(|_| ())
+}
+
+/// `elementwise_apply(int op, half_t* Y, const half_t* E, u64 n)`: `Y =
+/// op(Y, E)` in place over every element of `y` (`op` not the norm).
+pub fn elementwise_apply(
+    stream: &Arc<CudaStream>,
+    f: &CudaFunction,
+    op: i32,
+    y: &mut CudaSlice<u16>,
+    e: &CudaSlice<u16>,
+) -> Result<(), DriverError> {
+    let n = y.len() as u64;
+    let cfg = grid_for(y.len().div_ceil(2));
+    // SAFETY: the signature above; reads `n` elements of `e` (the caller
+    // sized it as `y`) and rewrites the `n` of `y`.
+    unsafe { stream.launch_builder(f).arg(&op).arg(y).arg(e).arg(&n).launch(cfg) }.map(|_| ())
 }
 
 /// `fill_random_f16(half_t* p, u64 n, unsigned seed, float scale)`:

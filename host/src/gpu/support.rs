@@ -1,5 +1,5 @@
 //! The profiler's support kernels (`kernels/support.cu`): random inputs,
-//! poisoned outputs, the softmax reference and the comparisons of an
+//! poisoned outputs, the softmax and elementwise references and the comparisons of an
 //! output with its reference, compiled once per run.
 
 use super::launch;
@@ -77,6 +77,32 @@ impl Support {
         launch::rows_f32(&self.stream, &self.function("softmax_reference")?, cfg, x, reference, [rows, cols])
     }
 
+    /// The elementwise operation `kind` of `ops` into `reference`, `rows x
+    /// cols`, in fp64 arithmetic, one warp per row.
+    pub fn elementwise_reference(
+        &self,
+        kind: hwwfc_core::ElementwiseKind,
+        ops: &launch::ElementwiseOperands<'_>,
+        reference: &mut CudaSlice<u16>,
+        dims: [u32; 2],
+    ) -> Result<(), DriverError> {
+        let f = self.function("elementwise_reference")?;
+        launch::elementwise_reference(&self.stream, &f, kind_code(kind), ops, reference, dims)
+    }
+
+    /// `y = kind(y, e)` in place, fp32 arithmetic: the elementwise layer as
+    /// its own kernel after a product (`kind` not the norm, which has no
+    /// second operand).
+    pub fn elementwise_apply(
+        &self,
+        kind: hwwfc_core::ElementwiseKind,
+        y: &mut CudaSlice<u16>,
+        e: &CudaSlice<u16>,
+    ) -> Result<(), DriverError> {
+        let f = self.function("elementwise_apply")?;
+        launch::elementwise_apply(&self.stream, &f, kind_code(kind), y, e)
+    }
+
     /// `out` against `reference`, fp16: the relative error
     /// `||out - ref|| / ||ref||`, or why the output is unusable.
     pub fn relative_error_f16(
@@ -104,4 +130,10 @@ impl Support {
         }
         Ok(Ok(f32::from_bits(worst) as f64))
     }
+}
+
+/// The number of an elementwise operation in the kernels (`OP`, the
+/// reference's `op`): the core's wire order.
+pub fn kind_code(kind: hwwfc_core::ElementwiseKind) -> i32 {
+    hwwfc_core::ElementwiseKind::ALL.iter().position(|&k| k == kind).map_or(-1, |i| i as i32)
 }

@@ -4,12 +4,19 @@
 //! [
 //!   {"name": "mm_llama_4096", "kind": "matmul", "m": 4096, "n": 4096, "k": 4096},
 //!   {"name": "gpt2_attn_scores", "kind": "matmul", "m": 1024, "n": 1024, "k": 64, "batch": 12},
-//!   {"name": "sm_attn_512x512", "kind": "softmax", "rows": 512, "cols": 512}
+//!   {"name": "sm_attn_512x512", "kind": "softmax", "rows": 512, "cols": 512},
+//!   {"name": "gate_silu", "kind": "matmul", "m": 2048, "n": 14336, "k": 4096, "epilogue": "silu_mul"},
+//!   {"name": "residual", "kind": "elementwise", "op": "add", "rows": 2048, "cols": 4096}
 //! ]
 //! ```
 //!
-//! Matmuls are fp16 with fp32 accumulation; softmaxes are fp32. `batch`
-//! (independent products, as attention heads) defaults to 1. Names must be
+//! Matmuls are fp16 with fp32 accumulation; softmaxes are fp32;
+//! elementwise layers (`op`: `add`, `silu_mul`, `gelu`, or `norm`, an
+//! RMSNorm) fp16 with fp32 arithmetic. A matmul's `epilogue` (`add`,
+//! `silu_mul` or `gelu`) applies that operation to its output in its
+//! epilogue, the second operand (the residual, the up projection) read
+//! there: the product and the elementwise layer after it as one kernel.
+//! `batch` (independent products, as attention heads) defaults to 1. Names must be
 //! unique; every size at least 1, and every tensor (and every copy) under 4 GiB.
 //!
 //! A workload may carry labels of where it comes from, which the measuring
@@ -18,7 +25,7 @@
 //! model configuration (such as `llama3-8b`). Records keep only the shape.
 
 use anyhow::{bail, Context, Result};
-use hwwfc_core::{DType, Op};
+use hwwfc_core::{DType, ElementwiseKind, Op};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -39,11 +46,25 @@ pub enum Workload {
         /// Independent products.
         #[serde(default = "one", skip_serializing_if = "is_one")]
         batch: u32,
+        /// The elementwise operation fused into the epilogue, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epilogue: Option<ElementwiseKind>,
     },
     /// A row softmax of a `rows x cols` fp32 matrix.
     Softmax {
         /// Unique name.
         name: String,
+        /// Rows.
+        rows: u32,
+        /// Columns.
+        cols: u32,
+    },
+    /// An elementwise layer over `rows x cols` fp16 tensors.
+    Elementwise {
+        /// Unique name.
+        name: String,
+        /// What it computes.
+        op: ElementwiseKind,
         /// Rows.
         rows: u32,
         /// Columns.
@@ -82,6 +103,7 @@ impl Workload {
         match self {
             Workload::MatMul { name, .. }
             | Workload::Softmax { name, .. }
+            | Workload::Elementwise { name, .. }
             | Workload::Transpose { name, .. }
             | Workload::Copy { name, .. } => name,
         }
@@ -93,7 +115,20 @@ impl Workload {
         match *self {
             Workload::MatMul { m, n, k, batch, .. } => Some(Op::MatMul { m, n, k, batch, dtype: DType::F16 }),
             Workload::Softmax { rows, cols, .. } => Some(Op::Softmax { rows, cols, dtype: DType::F32 }),
+            Workload::Elementwise { op, rows, cols, .. } => {
+                Some(Op::Elementwise { kind: op, rows, cols, dtype: DType::F16 })
+            }
             Workload::Transpose { .. } | Workload::Copy { .. } => None,
+        }
+    }
+
+    /// The elementwise operation the kernel computes: an elementwise
+    /// layer's own, a matmul's fused epilogue, or none.
+    pub fn elementwise(&self) -> Option<ElementwiseKind> {
+        match *self {
+            Workload::MatMul { epilogue, .. } => epilogue,
+            Workload::Elementwise { op, .. } => Some(op),
+            Workload::Softmax { .. } | Workload::Transpose { .. } | Workload::Copy { .. } => None,
         }
     }
 
@@ -102,7 +137,9 @@ impl Workload {
         match *self {
             Workload::MatMul { m, n, k, batch: 1, .. } => format!("{m}x{n}x{k}"),
             Workload::MatMul { m, n, k, batch, .. } => format!("{batch}x{m}x{n}x{k}"),
-            Workload::Softmax { rows, cols, .. } | Workload::Transpose { rows, cols, .. } => format!("{rows}x{cols}"),
+            Workload::Softmax { rows, cols, .. }
+            | Workload::Elementwise { rows, cols, .. }
+            | Workload::Transpose { rows, cols, .. } => format!("{rows}x{cols}"),
             Workload::Copy { bytes, .. } => format!("{bytes} B"),
         }
     }
@@ -116,8 +153,12 @@ impl Workload {
     /// input read once, the output written once).
     pub fn min_bytes(&self) -> f64 {
         match *self {
-            Workload::MatMul { m, n, k, batch, .. } => {
-                2.0 * batch as f64 * (m as f64 * k as f64 + k as f64 * n as f64 + m as f64 * n as f64)
+            Workload::MatMul { m, n, k, batch, epilogue, .. } => {
+                let outputs = 1 + epilogue.map_or(0, |e| e.operands() - 1);
+                2.0 * batch as f64 * (m as f64 * k as f64 + k as f64 * n as f64 + outputs as f64 * m as f64 * n as f64)
+            }
+            Workload::Elementwise { op, rows, cols, .. } => {
+                2.0 * (op.operands() as f64 + 1.0) * rows as f64 * cols as f64
             }
             Workload::Softmax { rows, cols, .. } => 8.0 * rows as f64 * cols as f64,
             Workload::Transpose { rows, cols, .. } => 4.0 * rows as f64 * cols as f64,
@@ -131,6 +172,11 @@ impl Workload {
     /// over 4 GiB, so that every byte count fits a `u32` and the buffers
     /// can be sized without overflow.
     pub fn check(&self) -> Result<(), String> {
+        if let Workload::MatMul { epilogue: Some(e), .. } = self {
+            if e.reduces_rows() {
+                return Err(format!("a `{}` reduces whole rows and cannot run in a matmul's epilogue", e.name()));
+            }
+        }
         match (self, self.op()) {
             (_, Some(op)) => op.validate().map_err(|e| e.to_string()),
             (Workload::Transpose { rows, cols, .. }, None) => {
@@ -189,6 +235,17 @@ struct MatMulFields {
     k: u32,
     #[serde(default = "one")]
     batch: u32,
+    #[serde(default)]
+    epilogue: Option<ElementwiseKind>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ElementwiseFields {
+    name: String,
+    op: ElementwiseKind,
+    rows: u32,
+    cols: u32,
 }
 
 #[derive(Deserialize)]
@@ -240,7 +297,11 @@ fn parse_one(value: serde_json::Value) -> Result<Labelled> {
     let workload = match kind.as_str() {
         "matmul" => {
             let f: MatMulFields = fields(rest)?;
-            Workload::MatMul { name: f.name, m: f.m, n: f.n, k: f.k, batch: f.batch }
+            Workload::MatMul { name: f.name, m: f.m, n: f.n, k: f.k, batch: f.batch, epilogue: f.epilogue }
+        }
+        "elementwise" => {
+            let f: ElementwiseFields = fields(rest)?;
+            Workload::Elementwise { name: f.name, op: f.op, rows: f.rows, cols: f.cols }
         }
         "softmax" => {
             let f: MatrixFields = fields(rest)?;
@@ -254,7 +315,7 @@ fn parse_one(value: serde_json::Value) -> Result<Labelled> {
             let f: CopyFields = fields(rest)?;
             Workload::Copy { name: f.name, bytes: f.bytes }
         }
-        other => bail!("unknown kind `{other}` (expected matmul, softmax, transpose or copy)"),
+        other => bail!("unknown kind `{other}` (expected matmul, softmax, elementwise, transpose or copy)"),
     };
     Ok(Labelled { workload, labels })
 }
@@ -296,7 +357,7 @@ mod tests {
     fn parses_both_kinds_and_defaults_batch() {
         let w = parse(r#"[{"name":"a","kind":"matmul","m":1,"n":50257,"k":768},{"name":"b","kind":"softmax","rows":3,"cols":77}]"#)
             .unwrap();
-        assert_eq!(w[0], Workload::MatMul { name: "a".into(), m: 1, n: 50257, k: 768, batch: 1 });
+        assert_eq!(w[0], Workload::MatMul { name: "a".into(), m: 1, n: 50257, k: 768, batch: 1, epilogue: None });
         assert_eq!(w[1].shape(), "3x77");
     }
 
@@ -308,9 +369,41 @@ mod tests {
         assert_eq!(l[0].labels.family.as_deref(), Some("llama3"));
         assert_eq!(l[0].labels.model.as_deref(), Some("llama3-8b"));
         assert_eq!(l[1].labels, Labels::default());
-        assert_eq!(parse(text).unwrap()[0], Workload::MatMul { name: "q".into(), m: 1, n: 6144, k: 4096, batch: 1 });
+        assert_eq!(
+            parse(text).unwrap()[0],
+            Workload::MatMul { name: "q".into(), m: 1, n: 6144, k: 4096, batch: 1, epilogue: None }
+        );
         // A record's workload is the shape alone.
         assert!(!serde_json::to_string(&l[0].workload).unwrap().contains("llama3"));
+    }
+
+    #[test]
+    fn parses_elementwise_layers_and_fused_epilogues() {
+        let text = r#"[{"name":"g","kind":"matmul","m":2,"n":8,"k":4,"epilogue":"silu_mul"},
+                       {"name":"r","kind":"elementwise","op":"norm","rows":3,"cols":5}]"#;
+        let w = parse(text).unwrap();
+        assert_eq!(
+            w[0],
+            Workload::MatMul { name: "g".into(), m: 2, n: 8, k: 4, batch: 1, epilogue: Some(ElementwiseKind::SiluMul) }
+        );
+        assert_eq!(w[0].elementwise(), Some(ElementwiseKind::SiluMul));
+        assert_eq!(w[0].op(), Some(Op::MatMul { m: 2, n: 8, k: 4, batch: 1, dtype: DType::F16 }));
+        assert_eq!(
+            w[1].op(),
+            Some(Op::Elementwise { kind: ElementwiseKind::Norm, rows: 3, cols: 5, dtype: DType::F16 })
+        );
+        assert_eq!(w[1].shape(), "3x5");
+        // The fused product writes its output and reads the second operand.
+        assert_eq!(w[0].min_bytes(), 2.0 * (2.0 * 4.0 + 4.0 * 8.0 + 2.0 * 2.0 * 8.0));
+        // A record's workload reads back as it was written.
+        for x in &w {
+            let json = serde_json::to_string(x).unwrap();
+            assert_eq!(&serde_json::from_str::<Workload>(&json).unwrap(), x, "{json}");
+        }
+        let plain =
+            serde_json::to_string(&Workload::MatMul { name: "p".into(), m: 1, n: 1, k: 1, batch: 1, epilogue: None })
+                .unwrap();
+        assert!(!plain.contains("epilogue"), "{plain}");
     }
 
     #[test]
@@ -341,6 +434,13 @@ mod tests {
             ("[]", "no workloads"),
             (r#"[{"name":"a","kind":"copy","bytes":1,"family":3}]"#, "workload 0: field `family`: not a string"),
             (r#"[{"name":"a","kind":"copy","bytes":1,"model":""}]"#, "workload 0: field `model`: empty"),
+            (r#"[{"name":"a","kind":"matmul","m":1,"n":1,"k":1,"epilogue":"norm"}]"#, "cannot run in a matmul's"),
+            (
+                r#"[{"name":"a","kind":"matmul","m":1,"n":1,"k":1,"epilogue":"relu"}]"#,
+                "field `epilogue`: unknown variant",
+            ),
+            (r#"[{"name":"a","kind":"elementwise","op":"add","rows":1}]"#, "missing field `cols`"),
+            (r#"[{"name":"a","kind":"elementwise","op":"gelu","rows":0,"cols":1}]"#, "at least 1"),
         ] {
             let e = format!("{:#}", parse(text).unwrap_err());
             assert!(e.contains(needle), "{text}: {e}");

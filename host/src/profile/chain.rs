@@ -24,10 +24,6 @@ use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 
-/// Why a model with elementwise layers cannot run on the GPU yet.
-pub const NO_ELEMENTWISE_KERNEL: &str = "--measure runs matmul and softmax layers only: the elementwise layers \
-     (adds, norms, activations) have no kernel yet; schedule a model without them (such as llama3-8b-block)";
-
 struct Layer<'a> {
     f: CudaFunction,
     c: Config,
@@ -70,7 +66,7 @@ impl Kernels {
 }
 
 fn program_of(w: &Workload, c: &Config) -> Result<Program> {
-    let op = w.op().ok_or_else(|| anyhow!("layer `{}` is not a matmul or softmax", w.name()))?;
+    let op = w.op().ok_or_else(|| anyhow!("layer `{}` is an anchor, not a layer with a kernel family", w.name()))?;
     Ok(family::for_config(op.kind(), c).program(c))
 }
 
@@ -88,7 +84,8 @@ impl<'a> PreparedChain<'a> {
         let gpu = tools.gpu;
         let mut prepared = Vec::new();
         for (i, (w, c)) in layers.iter().enumerate() {
-            let op = w.op().ok_or_else(|| anyhow!("layer `{}` is not a matmul or softmax", w.name()))?;
+            let op =
+                w.op().ok_or_else(|| anyhow!("layer `{}` is an anchor, not a layer with a kernel family", w.name()))?;
             let family = family::for_config(op.kind(), c);
             let ptx = kernels
                 .ptx
@@ -106,7 +103,8 @@ impl<'a> PreparedChain<'a> {
                 .map_err(drv)?;
             }
             let seed = SEED.wrapping_add(1000 + 2 * i as u32);
-            let workspace = family.workspace(tools, &op, Inputs { sets: 1, seed, reference: false })?;
+            let epilogue = if op.kind() == hwwfc_core::OpKind::MatMul { c.elementwise } else { None };
+            let workspace = family.workspace(tools, &op, Inputs { sets: 1, seed, reference: false, epilogue })?;
             prepared.push(Layer { f, c: *c, cfg, workspace });
         }
         Ok(PreparedChain { layers: prepared })

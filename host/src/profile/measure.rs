@@ -59,7 +59,8 @@ impl Context<'_> {
         if let Err(reason) = self.check_memory(w, set_bytes * sets + family.output_bytes(op)) {
             return self.all_failed(w, tasks, &reason);
         }
-        let mut ws = family.workspace(self.tools(), op, Inputs { sets, seed: SEED, reference: true })?;
+        let epilogue = if op.kind() == hwwfc_core::OpKind::MatMul { w.elementwise() } else { None };
+        let mut ws = family.workspace(self.tools(), op, Inputs { sets, seed: SEED, reference: true, epilogue })?;
         let mut records = Vec::new();
         let mut ready = Vec::new();
         for t in tasks {

@@ -21,6 +21,8 @@
 //! - [`faults`]: what a failure on the GPU path becomes (a failed record
 //!   and the run going on, or the end of the run), and the memory check
 //!   before a workload's buffers are allocated;
+//! - [`kernels`]: a schedule as the kernels it runs (an elementwise layer
+//!   in its producer's epilogue runs in that matmul's kernel);
 //! - [`chain`]: a whole schedule run back to back (`schedule --measure`);
 //! - [`tenants`]: two tenants' schedules at once, each in a green context
 //!   of its own (`tenants --measure`).
@@ -35,6 +37,7 @@ pub mod context;
 pub mod deal;
 pub mod estimate;
 pub mod faults;
+pub mod kernels;
 pub mod measure;
 pub mod options;
 pub mod plan;

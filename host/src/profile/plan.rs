@@ -48,7 +48,12 @@ pub fn every_task(opts: &Options, spec: &HardwareSpec) -> Plan {
                     Some(select) => select(spec, &op, all),
                     None => all,
                 };
-                tasks.extend(chosen.into_iter().map(|c| Task { source: Source::Kernel, config: Some(c) }));
+                let elementwise = w.elementwise();
+                tasks.extend(
+                    chosen
+                        .into_iter()
+                        .map(|c| Task { source: Source::Kernel, config: Some(c.with_elementwise(elementwise)) }),
+                );
                 let baseline = family::for_kind(op.kind()).any(|f| f.has_baseline());
                 if opts.cublas && baseline {
                     tasks.push(Task { source: Source::Cublas, config: None });

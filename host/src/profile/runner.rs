@@ -305,7 +305,7 @@ impl Context<'_> {
         let r = match w {
             Workload::Transpose { rows, cols, .. } => self.transpose(w, *rows, *cols)?,
             Workload::Copy { bytes, .. } => self.copy(w, *bytes)?,
-            Workload::MatMul { .. } | Workload::Softmax { .. } => return Ok(Vec::new()),
+            Workload::MatMul { .. } | Workload::Softmax { .. } | Workload::Elementwise { .. } => return Ok(Vec::new()),
         };
         self.emit(&r)?;
         Ok(vec![r])

@@ -116,9 +116,10 @@ fn median_us(mut f: impl FnMut()) -> f64 {
     median(&samples).unwrap_or(f64::NAN)
 }
 
-/// The key of an operator in the per-operator maps of a run.
+/// The key of an operator in the per-operator maps of a run (a fused
+/// epilogue makes another operator of the same product).
 fn op_key(w: &Workload) -> Option<String> {
-    Some(format!("{:?}", w.op()?))
+    Some(format!("{:?} {:?}", w.op()?, w.elementwise()))
 }
 
 /// Runs both passes and judges the choices against the reference.
