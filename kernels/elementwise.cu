@@ -10,7 +10,10 @@
 //   2  Y = gelu(X)          (tanh approximation)
 //   3  Y = X * rsqrt(mean(X^2) + eps) * W   (RMSNorm; W: one weight per column)
 // OP 3 reads its row twice where it is longer than COLS (a sum of squares,
-// then the scaling), once otherwise; the others read each input once.
+// then the scaling), once otherwise, keeping a step in registers; the
+// others read each input once and stream: with rows of a multiple of 8
+// elements and 8 or more elements a thread per step, in 16-byte accesses
+// (eight adjacent elements a thread), else element by element.
 #include "common.cuh"
 
 #define EPT (COLS / THREADS)
@@ -77,22 +80,35 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     }
 #else
     const half_t* e = E + row * cols;
-    for (int c0 = 0; c0 < cols; c0 += COLS) {
-        float v[EPT], w[EPT];
+    if (EPT % 8 == 0 && cols % 8 == 0) {
+        // 16-byte accesses: a thread takes eight adjacent elements of each
+        // slab of 8 THREADS, EPT / 8 slabs a step.
+        for (int c0 = 0; c0 < cols; c0 += COLS) {
+#pragma unroll 4
+            for (int j = 0; j < EPT / 8; j++) {
+                const int idx = c0 + (j * THREADS + tid) * 8;
+                if (idx >= cols) break;
+                const uint4 xv = *(const uint4*)(x + idx);
+                uint4 ev = make_uint4(0, 0, 0, 0);
+                if (OP_BINARY(OP)) ev = *(const uint4*)(e + idx);
+                const unsigned xs[4] = {xv.x, xv.y, xv.z, xv.w}, es[4] = {ev.x, ev.y, ev.z, ev.w};
+                unsigned ys[4];
 #pragma unroll
-        for (int j = 0; j < EPT; j++) {
-            int idx = c0 + j * THREADS + tid;
-            v[j] = idx < cols ? h2f(x[idx]) : 0.f;
-#if OP != 2
-            w[j] = idx < cols ? h2f(e[idx]) : 0.f;
-#else
-            w[j] = 0.f;
-#endif
+                for (int p = 0; p < 4; p++) {
+                    const float lo = apply_op<OP>(h2f((half_t)(xs[p] & 0xFFFF)), h2f((half_t)(es[p] & 0xFFFF)));
+                    const float hi = apply_op<OP>(h2f((half_t)(xs[p] >> 16)), h2f((half_t)(es[p] >> 16)));
+                    ys[p] = (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16);
+                }
+                *(uint4*)(y + idx) = make_uint4(ys[0], ys[1], ys[2], ys[3]);
+            }
         }
-#pragma unroll
+        return;
+    }
+    for (int c0 = 0; c0 < cols; c0 += COLS) {
+#pragma unroll 8
         for (int j = 0; j < EPT; j++) {
-            int idx = c0 + j * THREADS + tid;
-            if (idx < cols) y[idx] = f2h(apply_op<OP>(v[j], w[j]));
+            const int idx = c0 + j * THREADS + tid;
+            if (idx < cols) y[idx] = f2h(apply_op<OP>(h2f(x[idx]), OP_BINARY(OP) ? h2f(e[idx]) : 0.f));
         }
     }
 #endif

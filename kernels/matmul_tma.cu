@@ -30,8 +30,11 @@
 // output as it is stored, numbered as in common.cuh (0 add, 1 silu_mul, 2
 // gelu), its second operand E read in C's place and layout, 16 bytes a lane
 // as the output is written (after the product is rounded to the output
-// type): the matmul and the elementwise layer after it as one kernel.
-// Without it, E is not read.
+// type): the matmul and the elementwise layer after it as one kernel. A
+// consumer asks for its rows of E in the L2 when it starts a tile (the
+// last split's, with split-K), and loads a row's E whole before using it,
+// so that the loads overlap the main loop and one another. Without it, E
+// is not read.
 //
 // Shapes: any M; K and N multiples of 8 (TMA needs 16-byte row strides);
 // edge tiles are zero-filled by TMA on load and masked on store.
@@ -330,6 +333,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             }
             if (j > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(1 + c) : "memory");
 #endif
+#if defined(EPILOGUE)
+            if (OP_BINARY(EPILOGUE) && sp == SPLIT_K - 1) {
+                // The epilogue's second operand, rows of this consumer,
+                // fetched into the L2 under the main loop: one 128-byte
+                // line per lane and step (BN * 2 / 128 lines a row).
+                const half_t* e0 = E + (size_t)z * M * N;
+                for (int l = tid; l < WG_M * (BN / 64); l += 128) {
+                    const int row = m0 + crow + l / (BN / 64), col = n0 + 64 * (l % (BN / 64));
+                    if (row < M && col < N) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(e0 + (size_t)row * N + col));
+                }
+            }
+#endif
             for (int kt = kb; kt < ke; kt++, it++) {
                 const int s = it % STAGES;
                 mbar_wait(full + 8 * s, (it / STAGES) & 1);
@@ -417,6 +432,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     const int row = m0 + crow + mi * 64 + warp * 16 + lane / 4 + 8 * h;
+#ifdef EPILOGUE
+                    // Every load of the row's second operand issued before
+                    // the first is used: BN / 32 in flight, not one.
+                    uint4 ev[BN / 32];
+#pragma unroll
+                    for (int g = 0; g < BN / 32; g++) {
+                        const int col = n0 + 8 * (4 * g + q);
+                        ev[g] = make_uint4(0, 0, 0, 0);
+                        if (OP_BINARY(EPILOGUE) && row < M && col < N)
+                            ev[g] = *(const uint4*)(E + (size_t)z * M * N + (size_t)row * N + col);
+                    }
+#endif
 #pragma unroll
                     for (int jb = 0; jb < BN / 8; jb += 4) {
                         unsigned pair[4], mine[4];
@@ -439,13 +466,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                         const int col = n0 + 8 * (jb + q);
                         if (row < M && col < N) {
 #ifdef EPILOGUE
-                            uint4 e = make_uint4(0, 0, 0, 0);
-                            if (OP_BINARY(EPILOGUE)) e = *(const uint4*)(E + (size_t)z * M * N + (size_t)row * N + col);
-                            const unsigned ev[4] = {e.x, e.y, e.z, e.w};
+                            const uint4 e = ev[jb / 4];
+                            const unsigned ew[4] = {e.x, e.y, e.z, e.w};
 #pragma unroll
                             for (int x = 0; x < 4; x++) {
-                                const float lo = apply_op<EPILOGUE>(from_out(mine[x] & 0xFFFF), from_out(ev[x] & 0xFFFF));
-                                const float hi = apply_op<EPILOGUE>(from_out(mine[x] >> 16), from_out(ev[x] >> 16));
+                                const float lo = apply_op<EPILOGUE>(from_out(mine[x] & 0xFFFF), from_out(ew[x] & 0xFFFF));
+                                const float hi = apply_op<EPILOGUE>(from_out(mine[x] >> 16), from_out(ew[x] >> 16));
                                 mine[x] = to_out(lo) | ((unsigned)to_out(hi) << 16);
                             }
 #endif

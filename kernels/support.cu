@@ -137,18 +137,18 @@ extern "C" __global__ void elementwise_reference(int op, const half_t* X, const 
 // thread (n even; a last odd one alone): the separate elementwise kernel a
 // library runs after a product where it does not fuse the operation (the
 // vendor chain's and the cuBLAS baseline's, beside a fused epilogue).
-template <int OP>
+template <int KIND>
 __device__ __forceinline__ void apply_pairs(half_t* Y, const half_t* E, unsigned long long n) {
     for (unsigned long long i = 2 * (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x); i < n;
          i += 2ull * gridDim.x * blockDim.x) {
         if (i + 1 < n && (n % 2) == 0) {
-            const unsigned y = *(const unsigned*)(Y + i), e = OP_BINARY(OP) ? *(const unsigned*)(E + i) : 0u;
-            const float lo = apply_op<OP>(h2f((half_t)(y & 0xFFFF)), h2f((half_t)(e & 0xFFFF)));
-            const float hi = apply_op<OP>(h2f((half_t)(y >> 16)), h2f((half_t)(e >> 16)));
+            const unsigned y = *(const unsigned*)(Y + i), e = OP_BINARY(KIND) ? *(const unsigned*)(E + i) : 0u;
+            const float lo = apply_op<KIND>(h2f((half_t)(y & 0xFFFF)), h2f((half_t)(e & 0xFFFF)));
+            const float hi = apply_op<KIND>(h2f((half_t)(y >> 16)), h2f((half_t)(e >> 16)));
             *(unsigned*)(Y + i) = (unsigned)f2h(lo) | ((unsigned)f2h(hi) << 16);
         } else {
             for (unsigned long long j = i; j < n && j < i + 2; j++)
-                Y[j] = f2h(apply_op<OP>(h2f(Y[j]), OP_BINARY(OP) ? h2f(E[j]) : 0.f));
+                Y[j] = f2h(apply_op<KIND>(h2f(Y[j]), OP_BINARY(KIND) ? h2f(E[j]) : 0.f));
         }
     }
 }
