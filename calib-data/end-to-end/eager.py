@@ -73,34 +73,27 @@ def main():
     for _ in range(3):
         chain()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(args.repeats):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        chain()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    per_layer = {}
-    for name, fn in fns:
-        t = []
-        for _ in range(max(5, args.repeats // 5)):
+    def median_us(fn, repeats):
+        times = []
+        for _ in range(repeats):
             flush.zero_()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
             fn()
-            e.record()
-            e.synchronize()
-            t.append(s.elapsed_time(e) * 1000.0)
-        per_layer[name] = statistics.median(t)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0)
+        return statistics.median(times)
+
+    chain_us = median_us(chain, args.repeats)
+    per_layer = {name: median_us(fn, max(5, args.repeats // 5)) for name, fn in fns}
     result = {
         "model": sched["model"],
         "seq": sched.get("seq"),
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,
         "repeats": args.repeats,
-        "chain_median_us": statistics.median(times),
+        "chain_median_us": chain_us,
         "layers_us": per_layer,
     }
     for name, t in per_layer.items():

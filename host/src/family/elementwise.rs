@@ -152,13 +152,6 @@ impl Workspace for ElementwiseWorkspace<'_> {
     }
 
     fn check(&self) -> Result<Result<f64, String>, DriverError> {
-        let Some(reference) = &self.reference else { return Ok(Err("no reference to check against".into())) };
-        Ok(self.tools.support.relative_error_f16(&self.out, reference)?.and_then(|rel| {
-            if rel < TOLERANCE {
-                Ok(rel)
-            } else {
-                Err(format!("relative error {rel:.3e} >= {TOLERANCE:e}"))
-            }
-        }))
+        super::check_f16(self.tools.support, &self.out, self.reference.as_ref(), TOLERANCE)
     }
 }

@@ -137,6 +137,25 @@ pub trait Workspace {
     }
 }
 
+/// An fp16 output against its reference: the relative error where it is
+/// under `tolerance`, the reason otherwise (also where there is no
+/// reference).
+pub(crate) fn check_f16(
+    support: &Support,
+    out: &cudarc::driver::CudaSlice<u16>,
+    reference: Option<&cudarc::driver::CudaSlice<u16>>,
+    tolerance: f64,
+) -> Result<Result<f64, String>, DriverError> {
+    let Some(reference) = reference else { return Ok(Err("no reference to check against".into())) };
+    Ok(support.relative_error_f16(out, reference)?.and_then(|rel| {
+        if rel < tolerance {
+            Ok(rel)
+        } else {
+            Err(format!("relative error {rel:.3e} >= {tolerance:e}"))
+        }
+    }))
+}
+
 /// Every family.
 pub fn all() -> &'static [&'static dyn KernelFamily] {
     &[&matmul::MmaSync, &matmul_tma::TmaWgmma, &softmax::RowSoftmax, &elementwise::RowElementwise]

@@ -137,3 +137,21 @@ impl Support {
 pub fn kind_code(kind: hwwfc_core::ElementwiseKind) -> i32 {
     hwwfc_core::ElementwiseKind::ALL.iter().position(|&k| k == kind).map_or(-1, |i| i as i32)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwwfc_core::ElementwiseKind;
+
+    #[test]
+    fn the_kernels_number_the_operations_as_the_core_orders_them() {
+        // `common.cuh`'s `apply_op` and `elementwise.cu`'s `OP` read these
+        // numbers: 0 add, 1 silu_mul, 2 gelu, 3 the norm.
+        let codes = ElementwiseKind::ALL.map(kind_code);
+        assert_eq!(codes, [0, 1, 2, 3]);
+        assert_eq!(ElementwiseKind::ALL.map(ElementwiseKind::name), ["add", "silu_mul", "gelu", "norm"]);
+        let common = include_str!("../../../kernels/common.cuh");
+        assert!(common.contains("if (KIND == 0) return x + e;"));
+        assert!(common.contains("#define OP_BINARY(op) ((op) == 0 || (op) == 1)"));
+    }
+}
