@@ -87,24 +87,42 @@ fn measure(
         format!("measure-{}", model.name),
     )?;
     println!("\nmeasured on GPU {} ({}):", args.gpu, out.display());
-    println!("{:<14} {:>24} {:>12} {:>12} {:>24}", "layer", "scheduled", "time_us", "best_us", "best config");
     let (mut sum_chosen, mut sum_best) = (0.0, 0.0);
+    let mut rows = Vec::new();
     for l in &m.layers {
         let kind = l.workload.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul);
         sum_chosen += l.scheduled_us.unwrap_or(f64::NAN);
         sum_best += l.best.map_or(f64::NAN, |b| b.1);
-        println!(
-            "{:<14} {:>24} {:>12.2} {:>12.2} {:>24}",
-            l.workload.name(),
+        rows.push([
+            l.workload.name().to_string(),
             family::for_config(kind, &l.scheduled).label(&l.scheduled),
-            l.scheduled_us.unwrap_or(f64::NAN),
-            l.best.map_or(f64::NAN, |b| b.1),
-            l.best.map_or("-".into(), |b| family::for_config(kind, &b.0).label(&b.0))
+            format!("{:.2}", l.scheduled_us.unwrap_or(f64::NAN)),
+            format!("{:.2}", l.best.map_or(f64::NAN, |b| b.1)),
+            l.best.map_or("-".into(), |b| family::for_config(kind, &b.0).label(&b.0)),
+        ]);
+    }
+    // Columns as wide as their widest cell (a fused kernel's name and label
+    // are long).
+    let header = ["kernel", "scheduled", "time_us", "best_us", "best config"].map(String::from);
+    let mut width = header.clone().map(|h| h.len());
+    for row in &rows {
+        for (w, cell) in width.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let [name, chosen, t, best, best_config] = row;
+        println!(
+            "{name:<w0$}  {chosen:<w1$}  {t:>w2$}  {best:>w3$}  {best_config}",
+            w0 = width[0],
+            w1 = width[1],
+            w2 = width[2],
+            w3 = width[3]
         );
     }
     println!(
-        "\nend to end: {:.2} us measured (median of {}), {:.2} us predicted; sum of the scheduled layers alone {:.2} us; \
-         sum of each layer's measured best {:.2} us ({:.1}% of the end-to-end time)",
+        "\nend to end: {:.2} us measured (median of {}), {:.2} us predicted; sum of the scheduled kernels alone {:.2} us; \
+         sum of each kernel's measured best {:.2} us ({:.1}% of the end-to-end time)",
         m.chain.median_us,
         m.chain.repeats,
         predicted,
@@ -113,7 +131,7 @@ fn measure(
         sum_best / m.chain.median_us * 100.0
     );
     println!(
-        "the same chain with the vendor's library: {:.2} us (median of {}; cuBLAS ran {} of the {} layers, the others \
+        "the same chain with the vendor's library: {:.2} us (median of {}; cuBLAS ran {} of the {} kernels, the others \
          are our kernels as scheduled); the schedule takes {:.1}% of its time",
         m.vendor_chain.median_us,
         m.vendor_chain.repeats,
