@@ -202,7 +202,10 @@ fn profile_refuses_bad_workloads_and_specs_before_the_gpu() {
         assert!(o.status.code() == Some(2) && e.contains(needle), "{gpus}: {e}");
     }
     let e = profile_error(&w, &out, &["--kernels", "matmul_tma,cutlass"]);
-    assert!(e.contains("--kernels: no kernel family `cutlass` (the families: matmul, matmul_tma, softmax)"), "{e}");
+    assert!(
+        e.contains("--kernels: no kernel family `cutlass` (the families: matmul, matmul_tma, softmax, elementwise)"),
+        "{e}"
+    );
     assert!(!out.exists(), "nothing written");
 }
 

@@ -146,6 +146,10 @@ fn h200_schedules_use_the_calibrated_coefficients_by_default() {
     let out = hwwfc().args(["schedule", "--spec", "stress_gpu", "--json"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["coefficients"], "default");
+    // The H100 borrows the H200's, and says so.
+    let out = hwwfc().args(["schedule", "--spec", "h100", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["coefficients"].as_str().unwrap().contains("calibrated for `h200`"), "{}", v["coefficients"]);
 }
 
 #[test]
