@@ -618,12 +618,15 @@ fn row_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u
 
 /// An elementwise layer run in its producer's epilogue: no launch and no
 /// round trip of the first operand through memory; the epilogue reads the
-/// other operands (at the streaming rate) and does the arithmetic.
+/// other operands (at the streaming rate) and does the arithmetic on the
+/// CUDA cores at the row kernels' fitted share of their peak (the same
+/// operation run as its own kernel is priced at that rate too).
 fn epilogue_cost(spec: &HardwareSpec, c: &Coefficients, kind: ElementwiseKind, rows: u32, cols: u32, e: u32) -> f32 {
     let elements = rows as f32 * cols as f32;
     let extra = (kind.operands().saturating_sub(1) * e) as f32 * elements;
     let t_memory = extra / (spec.dram_bytes_per_us() * c.memory_efficiency);
-    let t_compute = elements * kind.flops_per_element() as f32 / (spec.peak_tflops.f32 * 1.0e6);
+    let rate = spec.peak_tflops.f32 * 1.0e6 * c.softmax_efficiency;
+    let t_compute = elements * kind.flops_per_element() as f32 / rate;
     t_memory + t_compute
 }
 

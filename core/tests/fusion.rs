@@ -191,3 +191,22 @@ fn the_solvers_agree_with_the_oracle_on_small_graphs_with_fusion() {
         assert_eq!(gelu.state(best.states[2]).unwrap().placement, Placement::Epilogue, "{}", spec.name);
     }
 }
+
+#[test]
+fn a_fused_epilogue_does_its_arithmetic_at_the_row_kernels_rate() {
+    // SiLU-times-gate reads one more operand and does 7 operations per
+    // element; the add reads one more operand and does 1. Halving the row
+    // kernels' share of the CUDA cores' rate adds the arithmetic's time
+    // once more, and nothing to the memory's.
+    let spec = hopper();
+    let fused = space::FUSED;
+    for (kind, ops) in [(ElementwiseKind::SiluMul, 7.0f32), (ElementwiseKind::Add, 1.0)] {
+        let op = ew(kind, 2048, 14336);
+        let full = Coefficients { softmax_efficiency: 1.0, ..Coefficients::default() };
+        let half = Coefficients { softmax_efficiency: 0.5, ..Coefficients::default() };
+        let t_full = cost::unary_cost(&spec, &full, &op, &fused);
+        let t_half = cost::unary_cost(&spec, &half, &op, &fused);
+        let arithmetic = 2048.0 * 14336.0 * ops / (spec.peak_tflops.f32 * 1.0e6);
+        assert!(((t_half - t_full) - arithmetic).abs() < 1e-3 * t_full, "{kind:?}: {t_full} {t_half} {arithmetic}");
+    }
+}

@@ -52,7 +52,14 @@ static FAILING: AtomicBool = AtomicBool::new(false);
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     if !FAILING.swap(true, Ordering::Relaxed) {
-        defmt::error!("panicked: {}", defmt::Display2Format(info));
+        // Without `core::fmt` (its formatting machinery would take some
+        // 3 KB of flash): the message where it is a plain string, and the
+        // place.
+        let message = info.message().as_str().unwrap_or("(formatted message)");
+        match info.location() {
+            Some(at) => defmt::error!("panicked at {=str}:{=u32}: {=str}", at.file(), at.line(), message),
+            None => defmt::error!("panicked: {=str}", message),
+        }
     }
     exit(EXIT_PANIC)
 }
