@@ -235,11 +235,21 @@ pub fn propagate_from<P: Problem<W>, const W: usize>(
         work.insert(changed);
         return fixpoint(p, domains, &mut work, stats);
     }
+    if mode == Propagation::Neighbours {
+        // The two neighbours in the order of their edges, as on a DAG: the
+        // same revisions, and on a wipe-out the same first empty layer.
+        if let Some(prev) = changed.checked_sub(1) {
+            revise(p, domains, changed, prev, stats)?;
+        }
+        if changed + 1 < n {
+            revise(p, domains, changed, changed + 1, stats)?;
+        }
+        return Ok(());
+    }
     // Rightwards.
     let mut i = changed;
     while i + 1 < n {
-        let changed_next = revise(p, domains, i, i + 1, stats)?;
-        if !changed_next || mode == Propagation::Neighbours {
+        if !revise(p, domains, i, i + 1, stats)? {
             break;
         }
         i += 1;
@@ -247,8 +257,7 @@ pub fn propagate_from<P: Problem<W>, const W: usize>(
     // Leftwards.
     let mut i = changed;
     while i > 0 {
-        let changed_prev = revise(p, domains, i, i - 1, stats)?;
-        if !changed_prev || mode == Propagation::Neighbours {
+        if !revise(p, domains, i, i - 1, stats)? {
             break;
         }
         i -= 1;
