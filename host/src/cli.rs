@@ -429,6 +429,12 @@ pub struct ProfileArgs {
     #[arg(long, requires = "plan")]
     pub json: bool,
 
+    /// With --plan: also compile every kernel the plan needs with NVRTC for
+    /// this architecture (such as sm_90), without a GPU, and fail if any
+    /// does not compile (each failure printed with NVRTC's log).
+    #[arg(long, value_name = "ARCH", requires = "plan")]
+    pub compile: Option<String>,
+
     /// Check all of a workload's configurations first, then time them side
     /// by side, taking turns repeat by repeat, so that the GPU's changes of
     /// state (most likely its clocks under the power limit) fall on all of
@@ -465,7 +471,9 @@ on every host; each part goes to its own folder. --plan --spec NAME prints,
 without a GPU, what the run would measure: per workload the records, those
 the output folder lacks and their predicted device time (the cost model's
 time of each launch times the runs the timing policy gives it, each with
-its L2 flush and about 20 us of launching), and the kernels to compile.
+its L2 flush and about 20 us of launching), and the kernels to compile;
+with --compile ARCH it also compiles them (NVRTC only, no GPU or driver:
+a kernel change can be checked on a machine without a GPU).
 
 Without a GPU or a CUDA driver the command says so and exits non-zero.
 NVRTC (libnvrtc.so) must be on the library path.";

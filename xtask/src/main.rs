@@ -5,15 +5,17 @@
 //!   a bare-metal Cortex-M4F (with and without `defmt`), the core's
 //!   documentation with warnings denied, the fuzz crate's formatting, the
 //!   panic check, the Slurm path of `deploy/` on a single-node Slurm
-//!   started on localhost, and `cargo xtask qemu`. What a step needs and
-//!   misses (a rustup target, `qemu-system-arm`, `slurm-wlm` and `munge`)
-//!   is installed first. A summary table ends the run; the exit status is non-zero if any
+//!   started on localhost, every kernel of `kernels/compile-check.json`
+//!   compiled by NVRTC for `sm_90` (no GPU), and `cargo xtask qemu`. What a
+//!   step needs and misses (a rustup target, `qemu-system-arm`, `slurm-wlm`
+//!   and `munge`, NVRTC from PyPI) is installed first. A summary table ends the run; the exit status is non-zero if any
 //!   step failed.
 //! - `cargo xtask qemu`: the firmware (`firmware/`) formatted, linted for
 //!   the thumb target and built; its on-target tests and its benchmark
 //!   image run in `qemu-system-arm` (mps2-an386) with their defmt logs
 //!   decoded; then a table of the instructions per solve, the stack
 //!   high-water marks, flash and static RAM, against the targets.
+//! - `cargo xtask kernels`: the kernel step of `test` alone (see `nvrtc.rs`).
 //! - `cargo xtask fuzz`: every cargo-fuzz target of `fuzz/` for a bounded
 //!   time (a minute each by default), its corpus minimized, and a table of
 //!   executions and crashes (see `fuzz.rs`). The committed corpus and crash
@@ -23,6 +25,7 @@
 //!   handler, which links only if no panic is reachable.
 
 mod fuzz;
+mod nvrtc;
 mod qemu;
 mod slurm;
 
@@ -38,7 +41,7 @@ pub struct Step {
     name: String,
     program: String,
     args: Vec<String>,
-    env: Vec<(&'static str, &'static str)>,
+    env: Vec<(&'static str, String)>,
     env_remove: Vec<&'static str>,
     cwd: Option<PathBuf>,
 }
@@ -61,12 +64,22 @@ fn main() -> ExitCode {
         Some("test") => test(),
         Some("qemu") => qemu::qemu(),
         Some("fuzz") => fuzz::fuzz(args.get(1..).unwrap_or_default()),
+        Some("kernels") => {
+            let steps = [nvrtc::test_step()];
+            let results = run_steps(&steps);
+            if summary(&steps, &results) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
         _ => {
-            eprintln!("usage: cargo xtask test | qemu | fuzz [--seconds N] [--no-minimize] [TARGET...]");
+            eprintln!("usage: cargo xtask test | qemu | kernels | fuzz [--seconds N] [--no-minimize] [TARGET...]");
             eprintln!(
                 "  test   run every check of the project (fmt, clippy, tests, embedded build, docs, panic check, qemu)"
             );
             eprintln!("  qemu   build the firmware, run its on-target tests in QEMU, print the on-target table");
+            eprintln!("  kernels  compile every kernel of kernels/compile-check.json with NVRTC for sm_90 (no GPU)");
             eprintln!(
                 "  fuzz   run every fuzz target for a bounded time (nightly and cargo-fuzz, installed if missing)"
             );
@@ -88,7 +101,7 @@ pub fn run_steps(steps: &[Step]) -> Vec<(String, bool, f64)> {
         println!("\n=== xtask: {} ===", s.name);
         let start = Instant::now();
         let mut c = Command::new(&s.program);
-        c.args(&s.args).envs(s.env.iter().copied());
+        c.args(&s.args).envs(s.env.iter().map(|(k, v)| (*k, v.as_str())));
         for var in &s.env_remove {
             c.env_remove(var);
         }
@@ -142,9 +155,10 @@ fn test() -> ExitCode {
         ),
     ];
     let mut doc = step("core docs (-D warnings)", cargo, &["doc", "-p", "hwwfc-core", "--no-deps"]);
-    doc.env.push(("RUSTDOCFLAGS", "-D warnings"));
+    doc.env.push(("RUSTDOCFLAGS", "-D warnings".into()));
     steps.push(doc);
     steps.extend(fuzz::test_steps());
+    steps.push(nvrtc::test_step());
     slurm::ensure();
     steps.push(slurm::test_step());
     let xtask = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "xtask".into());

@@ -34,6 +34,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 partition: args.partition,
                 plan: false,
                 json: false,
+                compile: None,
             };
             super::profile::run(&profile)?;
             out

@@ -79,7 +79,11 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         } else {
             crate::output::plan::render(&report)
         };
-        return crate::output::write_stdout(&text);
+        crate::output::write_stdout(&text)?;
+        if let Some(arch) = &args.compile {
+            compile_plan(&opts, &spec, arch)?;
+        }
+        return Ok(());
     }
     let s = profile::run(&opts)?;
     eprintln!(
@@ -91,6 +95,37 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         if s.repaired_bytes > 0 { ", a truncated last line re-measured" } else { "" },
         s.seconds
     );
+    Ok(())
+}
+
+/// Compiles every kernel that the whole plan of `opts` on `spec` needs (the
+/// support kernels and the transpose too) for `arch`; an error names each
+/// program that did not compile, with the first lines of NVRTC's log.
+fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str) -> Result<()> {
+    let valid = arch.strip_prefix("sm_").is_some_and(|v| v.len() >= 2 && v.chars().all(|c| c.is_ascii_digit()));
+    if !valid {
+        bail!("--compile {arch}: name an architecture such as sm_90 (sm_ and its compute capability's digits)");
+    }
+    // SAFETY: only tries to dlopen the NVRTC library.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(crate::gpu::error::GpuError::NoNvrtc.into());
+    }
+    let all = plan::plan(opts, spec, |_| false);
+    let programs = plan::programs(&opts.workloads, &all);
+    let compiled = crate::profile::compiled::Compiled::compile(arch, &programs);
+    let failed: Vec<String> = compiled
+        .iter()
+        .filter_map(|(p, r)| r.as_ref().err().map(|log| (p, log)))
+        .map(|(p, log)| {
+            let defines: Vec<String> = p.defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let log: Vec<&str> = log.lines().take(6).collect();
+            format!("{} [{}]:\n    {}", p.source.file, defines.join(" "), log.join("\n    "))
+        })
+        .collect();
+    eprintln!("{arch}: {} of {} kernels compiled", compiled.len() - failed.len(), compiled.len());
+    if !failed.is_empty() {
+        bail!("{} kernels did not compile for {arch}:\n{}", failed.len(), failed.join("\n"));
+    }
     Ok(())
 }
 
