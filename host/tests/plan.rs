@@ -88,5 +88,25 @@ fn bad_plans_and_shards_are_refused_in_one_line() {
     assert!(e.contains("`4/4` is not a shard: I/N with 0 <= I < N"), "{e}");
     let e = run(&["--json"]);
     assert!(e.contains("--plan"), "{e}");
+    let e = run(&["--compile", "sm_90"]);
+    assert!(e.contains("--plan"), "{e}");
+    let e = run(&["--plan", "--spec", "h200", "--compile", "hopper"]);
+    assert!(e.starts_with("error: --compile hopper: name an architecture such as sm_90"), "{e}");
+    // Without NVRTC on the library path, the one-line error that names it
+    // (where the system's loader finds one anyway, one softmax compiles).
+    let small = dir.path().join("small.json");
+    std::fs::write(&small, r#"[{"name": "s", "kind": "softmax", "rows": 8, "cols": 100}]"#).unwrap();
+    let out = hwwfc()
+        .args(["profile", "--plan", "--spec", "h200", "--compile", "sm_90", "--workloads"])
+        .arg(&small)
+        .arg("--out")
+        .arg(dir.path().join("o"))
+        .env("LD_LIBRARY_PATH", dir.path())
+        .output()
+        .unwrap();
+    let e = String::from_utf8(out.stderr).unwrap();
+    if !out.status.success() {
+        assert!(e.starts_with("error: NVRTC not found") && e.trim_end().lines().count() == 1, "{e}");
+    }
     assert!(!dir.path().join("o").exists());
 }

@@ -113,18 +113,27 @@ fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str) -> 
     let all = plan::plan(opts, spec, |_| false);
     let programs = plan::programs(&opts.workloads, &all);
     let compiled = crate::profile::compiled::Compiled::compile(arch, &programs);
-    let failed: Vec<String> = compiled
-        .iter()
-        .filter_map(|(p, r)| r.as_ref().err().map(|log| (p, log)))
-        .map(|(p, log)| {
-            let defines: Vec<String> = p.defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let log: Vec<&str> = log.lines().take(6).collect();
-            format!("{} [{}]:\n    {}", p.source.file, defines.join(" "), log.join("\n    "))
-        })
-        .collect();
-    eprintln!("{arch}: {} of {} kernels compiled", compiled.len() - failed.len(), compiled.len());
-    if !failed.is_empty() {
-        bail!("{} kernels did not compile for {arch}:\n{}", failed.len(), failed.join("\n"));
+    // Failures grouped by NVRTC's log: one bad line fails every
+    // configuration of its file alike.
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    for (p, log) in compiled.iter().filter_map(|(p, r)| r.as_ref().err().map(|log| (p, log))) {
+        let defines: Vec<String> = p.defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let name = format!("{} [{}]", p.source.file, defines.join(" "));
+        match groups.iter_mut().find(|(l, _)| *l == log.as_str()) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((log.as_str(), vec![name])),
+        }
+    }
+    let failed: usize = groups.iter().map(|(_, n)| n.len()).sum();
+    eprintln!("{arch}: {} of {} kernels compiled", compiled.len() - failed, compiled.len());
+    for (log, names) in &groups {
+        eprintln!("\n{} kernels failed with this log, among them {}:", names.len(), names[0]);
+        for line in log.lines().take(12) {
+            eprintln!("    {line}");
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} kernels did not compile for {arch} (NVRTC's logs above, {} distinct)", groups.len());
     }
     Ok(())
 }
