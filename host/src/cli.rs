@@ -560,6 +560,13 @@ pub struct ScheduleArgs {
     /// measure-MODEL).
     #[arg(long, value_name = "DIR")]
     pub measure_out: Option<PathBuf>,
+
+    /// With --measure: time only the schedule end to end and the same
+    /// chain with the vendor's library, not every configuration of every
+    /// layer (only the schedule's kernels are compiled: seconds, not
+    /// minutes).
+    #[arg(long, requires = "measure")]
+    pub chain_only: bool,
 }
 
 /// The long help after `schedule`'s options: the file formats.

@@ -294,6 +294,20 @@ fn measuring_a_graph_with_elementwise_layers_needs_only_a_cuda_spec() {
 }
 
 #[test]
+fn timing_the_chain_alone_is_an_option_of_measure() {
+    hwwfc()
+        .args(["schedule", "--spec", "h200", "--chain-only"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--measure"));
+    hwwfc()
+        .args(["schedule", "--spec", "stress_gpu", "--measure", "--chain-only"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("use a spec of the cuda or hopper space"));
+}
+
+#[test]
 fn fusion_is_a_coupling_that_greedy_choice_breaks_on_a_decode_step() {
     // One token: the projections' cheapest states split K, which cannot
     // fuse the following elementwise layer, so each layer's cheapest state

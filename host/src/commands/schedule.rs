@@ -77,7 +77,8 @@ fn measure(
     let layers = crate::profile::kernels::of_schedule(&model.graph, &states)?;
     let predicted: f64 =
         (0..outcome.problem.layer_count()).map(|i| outcome.problem.unary(i, solution.states[i]) as f64).sum();
-    // Every configuration of every layer's shape, for the per-layer best.
+    // Every configuration of every layer's shape, for the per-layer best
+    // (none with --chain-only).
     let out = args.measure_out.clone().unwrap_or_else(|| format!("measure-{}", model.name).into());
     let m = crate::profile::chain::measure_schedule(
         args.gpu,
@@ -85,8 +86,38 @@ fn measure(
         spec,
         out.clone(),
         format!("measure-{}", model.name),
+        !args.chain_only,
     )?;
-    println!("\nmeasured on GPU {} ({}):", args.gpu, out.display());
+    if args.chain_only {
+        println!("\nmeasured on GPU {}, the chain alone:", args.gpu);
+        for l in &m.layers {
+            let kind = l.workload.op().map(|o| o.kind()).unwrap_or(hwwfc_core::OpKind::MatMul);
+            println!("  {}  {}", l.workload.name(), family::for_config(kind, &l.scheduled).label(&l.scheduled));
+        }
+    } else {
+        print_layers(args.gpu, &out, &m);
+    }
+    println!(
+        "\nend to end: {:.2} us measured (median of {}), {:.2} us predicted",
+        m.chain.median_us, m.chain.repeats, predicted
+    );
+    println!(
+        "the same chain with the vendor's library: {:.2} us (median of {}; cuBLAS ran {} of the {} kernels, the others \
+         are our kernels as scheduled); the schedule takes {:.1}% of its time",
+        m.vendor_chain.median_us,
+        m.vendor_chain.repeats,
+        m.vendor_layers,
+        m.layers.len(),
+        m.chain.median_us / m.vendor_chain.median_us * 100.0
+    );
+    Ok(())
+}
+
+/// Each kernel of a measured schedule against its shape's measured best,
+/// and their sums against the end-to-end time.
+fn print_layers(gpu: usize, out: &std::path::Path, m: &crate::profile::chain::ScheduleTiming) {
+    use crate::family;
+    println!("\nmeasured on GPU {gpu} ({}):", out.display());
     let (mut sum_chosen, mut sum_best) = (0.0, 0.0);
     let mut rows = Vec::new();
     for l in &m.layers {
@@ -121,23 +152,10 @@ fn measure(
         );
     }
     println!(
-        "\nend to end: {:.2} us measured (median of {}), {:.2} us predicted; sum of the scheduled kernels alone {:.2} us; \
-         sum of each kernel's measured best {:.2} us ({:.1}% of the end-to-end time)",
-        m.chain.median_us,
-        m.chain.repeats,
-        predicted,
+        "\nsum of the scheduled kernels alone {:.2} us; sum of each kernel's measured best {:.2} us ({:.1}% of the \
+         end-to-end time)",
         sum_chosen,
         sum_best,
         sum_best / m.chain.median_us * 100.0
     );
-    println!(
-        "the same chain with the vendor's library: {:.2} us (median of {}; cuBLAS ran {} of the {} kernels, the others \
-         are our kernels as scheduled); the schedule takes {:.1}% of its time",
-        m.vendor_chain.median_us,
-        m.vendor_chain.repeats,
-        m.vendor_layers,
-        m.layers.len(),
-        m.chain.median_us / m.vendor_chain.median_us * 100.0
-    );
-    Ok(())
 }

@@ -263,7 +263,8 @@ pub struct ScheduleTiming {
     pub layers: Vec<LayerTiming>,
 }
 
-/// Times `layers` back to back, then profiles every configuration of
+/// Times `layers` back to back (and with the vendor's library), then,
+/// with `layer_bests`, profiles every configuration of
 /// every layer's shape into the run folder `out` (resuming it) under
 /// `spec`, labelled `label`.
 pub fn measure_schedule(
@@ -272,9 +273,17 @@ pub fn measure_schedule(
     spec: &hwwfc_core::HardwareSpec,
     out: std::path::PathBuf,
     label: String,
+    layer_bests: bool,
 ) -> Result<ScheduleTiming> {
     use crate::database::{kernel_medians, RunFolder};
     let (chain, vendor_chain, vendor_layers) = time_chain_and_vendor(gpu, layers, &TimingPolicy::default())?;
+    if !layer_bests {
+        let layers = layers
+            .iter()
+            .map(|(w, c)| LayerTiming { workload: w.clone(), scheduled: *c, scheduled_us: None, best: None })
+            .collect();
+        return Ok(ScheduleTiming { chain, vendor_chain, vendor_layers, layers });
+    }
     let spec_for = Box::new({
         let spec = spec.clone();
         move |_: &crate::gpu::DeviceInfo| Ok(spec.clone())
