@@ -435,6 +435,11 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "ARCH", requires = "plan")]
     pub compile: Option<String>,
 
+    /// With --compile: only N of the plan's kernels, spread evenly over its
+    /// list (every workload's configurations in order), for a quicker check.
+    #[arg(long, value_name = "N", requires = "compile")]
+    pub compile_sample: Option<usize>,
+
     /// Check all of a workload's configurations first, then time them side
     /// by side, taking turns repeat by repeat, so that the GPU's changes of
     /// state (most likely its clocks under the power limit) fall on all of
@@ -473,7 +478,8 @@ the output folder lacks and their predicted device time (the cost model's
 time of each launch times the runs the timing policy gives it, each with
 its L2 flush and about 20 us of launching), and the kernels to compile;
 with --compile ARCH it also compiles them (NVRTC only, no GPU or driver:
-a kernel change can be checked on a machine without a GPU).
+a kernel change can be checked on a machine without a GPU), with
+--compile-sample N only N of them, spread evenly over the plan.
 
 Without a GPU or a CUDA driver the command says so and exits non-zero.
 NVRTC (libnvrtc.so) must be on the library path.";

@@ -92,6 +92,10 @@ fn bad_plans_and_shards_are_refused_in_one_line() {
     assert!(e.contains("--plan"), "{e}");
     let e = run(&["--plan", "--spec", "h200", "--compile", "hopper"]);
     assert!(e.starts_with("error: --compile hopper: name an architecture such as sm_90"), "{e}");
+    let e = run(&["--plan", "--spec", "h200", "--compile", "sm_90", "--compile-sample", "0"]);
+    assert!(e.starts_with("error: --compile-sample 0 compiles nothing"), "{e}");
+    let e = run(&["--plan", "--spec", "h200", "--compile-sample", "5"]);
+    assert!(e.contains("--compile"), "{e}");
     // Without NVRTC on the library path, the one-line error that names it
     // (where the system's loader finds one anyway, one softmax compiles).
     let small = dir.path().join("small.json");

@@ -5,8 +5,9 @@
 //!   a bare-metal Cortex-M4F (with and without `defmt`), the core's
 //!   documentation with warnings denied, the fuzz crate's formatting, the
 //!   panic check, the Slurm path of `deploy/` on a single-node Slurm
-//!   started on localhost, every kernel of `kernels/compile-check.json`
-//!   compiled by NVRTC for `sm_90` (no GPU), and `cargo xtask qemu`. What a
+//!   started on localhost, 240 kernels spread over the configurations of
+//!   `kernels/compile-check.json` compiled by NVRTC for `sm_90` (no GPU),
+//!   and `cargo xtask qemu`. What a
 //!   step needs and misses (a rustup target, `qemu-system-arm`, `slurm-wlm`
 //!   and `munge`, NVRTC from PyPI) is installed first. A summary table ends the run; the exit status is non-zero if any
 //!   step failed.
@@ -15,7 +16,8 @@
 //!   image run in `qemu-system-arm` (mps2-an386) with their defmt logs
 //!   decoded; then a table of the instructions per solve, the stack
 //!   high-water marks, flash and static RAM, against the targets.
-//! - `cargo xtask kernels`: the kernel step of `test` alone (see `nvrtc.rs`).
+//! - `cargo xtask kernels`: every kernel of the kernel step of `test`,
+//!   not a sample (see `nvrtc.rs`).
 //! - `cargo xtask fuzz`: every cargo-fuzz target of `fuzz/` for a bounded
 //!   time (a minute each by default), its corpus minimized, and a table of
 //!   executions and crashes (see `fuzz.rs`). The committed corpus and crash
@@ -65,7 +67,7 @@ fn main() -> ExitCode {
         Some("qemu") => qemu::qemu(),
         Some("fuzz") => fuzz::fuzz(args.get(1..).unwrap_or_default()),
         Some("kernels") => {
-            let steps = [nvrtc::test_step()];
+            let steps = [nvrtc::test_step(None)];
             let results = run_steps(&steps);
             if summary(&steps, &results) {
                 ExitCode::SUCCESS
@@ -79,7 +81,7 @@ fn main() -> ExitCode {
                 "  test   run every check of the project (fmt, clippy, tests, embedded build, docs, panic check, qemu)"
             );
             eprintln!("  qemu   build the firmware, run its on-target tests in QEMU, print the on-target table");
-            eprintln!("  kernels  compile every kernel of kernels/compile-check.json with NVRTC for sm_90 (no GPU)");
+            eprintln!("  kernels  compile every kernel of kernels/compile-check.json with NVRTC for sm_90 (no GPU; test compiles a sample)");
             eprintln!(
                 "  fuzz   run every fuzz target for a bounded time (nightly and cargo-fuzz, installed if missing)"
             );
@@ -158,7 +160,7 @@ fn test() -> ExitCode {
     doc.env.push(("RUSTDOCFLAGS", "-D warnings".into()));
     steps.push(doc);
     steps.extend(fuzz::test_steps());
-    steps.push(nvrtc::test_step());
+    steps.push(nvrtc::test_step(Some(nvrtc::TEST_SAMPLE)));
     slurm::ensure();
     steps.push(slurm::test_step());
     let xtask = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "xtask".into());

@@ -1,8 +1,9 @@
-//! The kernel step of `cargo xtask test`: every CUDA program that the
+//! The kernel step of `cargo xtask test`: the CUDA programs that the
 //! profiler would build for the workloads of `kernels/compile-check.json`
-//! on the `h200` spec (every configuration of both matmul families, fused
-//! epilogues, softmax and elementwise kernels) compiled by NVRTC for
-//! `sm_90`, with `hwwfc profile --plan --compile`. No GPU or driver is
+//! on the `h200` spec (every configuration of both matmul families, a fused
+//! epilogue, softmax and elementwise kernels) compiled by NVRTC for
+//! `sm_90`, with `hwwfc profile --plan --compile`: a sample spread evenly
+//! over them in `cargo xtask test`, all of them in `cargo xtask kernels`. No GPU or driver is
 //! needed: NVRTC alone, taken from the CUDA toolkit where
 //! `LD_LIBRARY_PATH` already finds it, else installed from PyPI (the
 //! `nvidia-cuda-nvrtc` wheel) into `target/nvrtc`.
@@ -50,11 +51,20 @@ fn ensure() -> Result<PathBuf, String> {
     lib_dir(prefix).ok_or_else(|| format!("no libnvrtc.so.* under {PREFIX} after installing"))
 }
 
-/// The step that compiles the kernels (failing at once, with the reason,
-/// where NVRTC could not be installed).
-pub fn test_step() -> Step {
+/// Kernels that `cargo xtask test` compiles, spread evenly over the
+/// plan's 1,083 (about two minutes on two cores; all of them take ten).
+pub const TEST_SAMPLE: &str = "240";
+
+/// The step that compiles the kernels, all of them or `sample` spread over
+/// the plan (failing at once, with the reason, where NVRTC could not be
+/// installed).
+pub fn test_step(sample: Option<&str>) -> Step {
+    let name = match sample {
+        Some(n) => format!("kernels compile with NVRTC (sm_90, {n} of them, no GPU)"),
+        None => "kernels compile with NVRTC (sm_90, all of them, no GPU)".to_string(),
+    };
     let mut s = step(
-        "kernels compile with NVRTC (sm_90, no GPU)",
+        &name,
         &cargo(),
         &[
             "run",
@@ -74,6 +84,9 @@ pub fn test_step() -> Step {
             "sm_90",
         ],
     );
+    if let Some(n) = sample {
+        s.args.extend(["--compile-sample".to_string(), n.to_string()]);
+    }
     match ensure() {
         Ok(dir) => {
             let path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();

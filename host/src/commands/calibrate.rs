@@ -35,6 +35,7 @@ pub fn run(args: &CalibrateArgs) -> Result<()> {
                 plan: false,
                 json: false,
                 compile: None,
+                compile_sample: None,
             };
             super::profile::run(&profile)?;
             out

@@ -81,7 +81,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         };
         crate::output::write_stdout(&text)?;
         if let Some(arch) = &args.compile {
-            compile_plan(&opts, &spec, arch)?;
+            compile_plan(&opts, &spec, arch, args.compile_sample)?;
         }
         return Ok(());
     }
@@ -99,19 +99,27 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
 }
 
 /// Compiles every kernel that the whole plan of `opts` on `spec` needs (the
-/// support kernels and the transpose too) for `arch`; an error names each
-/// program that did not compile, with the first lines of NVRTC's log.
-fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str) -> Result<()> {
+/// support kernels and the transpose too) for `arch`, or `sample` of them
+/// spread evenly over the plan's list; an error names each program that
+/// did not compile, with the first lines of NVRTC's log.
+fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str, sample: Option<usize>) -> Result<()> {
     let valid = arch.strip_prefix("sm_").is_some_and(|v| v.len() >= 2 && v.chars().all(|c| c.is_ascii_digit()));
     if !valid {
         bail!("--compile {arch}: name an architecture such as sm_90 (sm_ and its compute capability's digits)");
+    }
+    if sample == Some(0) {
+        bail!("--compile-sample 0 compiles nothing: give at least 1");
     }
     // SAFETY: only tries to dlopen the NVRTC library.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(crate::gpu::error::GpuError::NoNvrtc.into());
     }
     let all = plan::plan(opts, spec, |_| false);
-    let programs = plan::programs(&opts.workloads, &all);
+    let mut programs = plan::programs(&opts.workloads, &all);
+    if let Some(n) = sample.filter(|&n| n < programs.len()) {
+        let len = programs.len();
+        programs = (0..n).filter_map(|i| programs.get(i * len / n).cloned()).collect();
+    }
     let compiled = crate::profile::compiled::Compiled::compile(arch, &programs);
     // Failures grouped by NVRTC's log: one bad line fails every
     // configuration of its file alike.
