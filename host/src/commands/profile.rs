@@ -73,6 +73,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         let Some(spec) = planned_spec else {
             bail!("--plan opens no device: name the spec whose limits decide the configurations with --spec (such as h200)");
         };
+        if let Some(arch) = &args.compile {
+            check_compile_args(arch, args.compile_sample)?;
+        }
         let report = plan_report(&opts, &spec)?;
         let text = if args.json {
             serde_json::to_string_pretty(&report)? + "\n"
@@ -98,11 +101,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     Ok(())
 }
 
-/// Compiles every kernel that the whole plan of `opts` on `spec` needs (the
-/// support kernels and the transpose too) for `arch`, or `sample` of them
-/// spread evenly over the plan's list; an error names each program that
-/// did not compile, with the first lines of NVRTC's log.
-fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str, sample: Option<usize>) -> Result<()> {
+/// Refuses an architecture NVRTC would not take from us (`sm_90`: its
+/// digits; the Hopper family adds the `a` itself) and an empty sample.
+fn check_compile_args(arch: &str, sample: Option<usize>) -> Result<()> {
     let valid = arch.strip_prefix("sm_").is_some_and(|v| v.len() >= 2 && v.chars().all(|c| c.is_ascii_digit()));
     if !valid {
         bail!("--compile {arch}: name an architecture such as sm_90 (sm_ and its compute capability's digits)");
@@ -110,6 +111,15 @@ fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str, sam
     if sample == Some(0) {
         bail!("--compile-sample 0 compiles nothing: give at least 1");
     }
+    Ok(())
+}
+
+/// Compiles every kernel that the whole plan of `opts` on `spec` needs (the
+/// support kernels and the transpose too) for `arch`, or `sample` of them
+/// spread evenly over the plan's list; an error names each program that
+/// did not compile, with the first lines of NVRTC's log.
+fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str, sample: Option<usize>) -> Result<()> {
+    check_compile_args(arch, sample)?;
     // SAFETY: only tries to dlopen the NVRTC library.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(crate::gpu::error::GpuError::NoNvrtc.into());
