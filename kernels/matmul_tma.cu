@@ -36,14 +36,21 @@
 // so that the loads overlap the main loop and one another. Without it, E
 // is not read.
 //
+// B_KMAJOR (0 by default): B is given transposed, as its N x K
+// transpose, row-major (K contiguous: PyTorch's Linear weights, attention's
+// K read for Q K^T); its tensor map loads boxes of 64 (n) rows x 64 (k) as
+// for A, and wgmma reads it K-major, not transposed. The cost of a layout
+// change made in the loads, where a separate kernel would rewrite B.
+//
 // Shapes: any M; K and N multiples of 8 (TMA needs 16-byte row strides);
 // edge tiles are zero-filled by TMA on load and masked on store.
 //
 // Both tensor maps load boxes of 64 x 64 elements. Shared memory of one
 // stage: A as BM/64 boxes of 64 rows x 64 (K-major, row r at r x 128
 // bytes), B as BN/64 boxes of 64 (k) rows x 64 (n) columns
-// (MN-major: wgmma reads it transposed), each box swizzled in 128-byte
-// rows by TMA and read through the same swizzle by wgmma.
+// (MN-major: wgmma reads it transposed), or with B_KMAJOR of 64 (n) rows x
+// 64 (k) like A's, each box swizzled in 128-byte rows by TMA and read
+// through the same swizzle by wgmma.
 #include "common.cuh"
 
 #ifndef BF16
@@ -54,6 +61,16 @@
 #endif
 #ifndef PINGPONG
 #define PINGPONG 0
+#endif
+#ifndef B_KMAJOR
+#define B_KMAJOR 0
+#endif
+// wgmma's immediates: the scales of A and B, then whether each is read
+// transposed (MN-major): A never, B unless it is K-major.
+#if B_KMAJOR
+#define WG_IMM "p, 1, 1, 0, 0"
+#else
+#define WG_IMM "p, 1, 1, 0, 1"
 #endif
 #if PINGPONG && CONSUMERS != 2
 #error "PINGPONG takes two consumer warpgroups"
@@ -161,7 +178,8 @@ __device__ __forceinline__ void wgmma_wait() {
 }
 
 // The wgmma instructions, one per N: A (K-major) and B (MN-major,
-// transposed: the last immediate) from shared-memory descriptors; the
+// transposed, or K-major with B_KMAJOR: WG_IMM) from shared-memory
+// descriptors; the
 // accumulators are scaled by `scale_d` (0 on a tile's first step, which
 // overwrites them). Each lists its accumulator registers.
 // m64n64k16: 32 fp32 accumulators per thread.
@@ -172,7 +190,7 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], unsigned long long da,
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, p, 1, 1, 0, 1; }\n"
+        "}, %32, %33, " WG_IMM "; }\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -190,7 +208,7 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], unsigned long long da
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1, 0, 1; }\n"
+        "}, %64, %65, " WG_IMM "; }\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -216,7 +234,7 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], unsigned long long d
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 1; }\n"
+        "}, %128, %129, " WG_IMM "; }\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -302,7 +320,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                         tma_load(dst + i * A_BOX_BYTES, &mapA, kt * BK, m0 + 64 * i, z, bar);
 #pragma unroll
                     for (int j = 0; j < BN / 64; j++)
+#if B_KMAJOR
+                        tma_load(dst + A_BYTES + j * B_BOX_BYTES, &mapB, kt * BK, n0 + 64 * j, z, bar);
+#else
                         tma_load(dst + A_BYTES + j * B_BOX_BYTES, &mapB, n0 + 64 * j, kt * BK, z, bar);
+#endif
                 }
             }
         }
@@ -352,7 +374,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                 wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < BK / 16; k++) {
+#if B_KMAJOR
+                    // As A: 16 k a step within each 128-byte row, 8-row
+                    // groups 1 KB apart across the BN / 64 boxes.
+                    const unsigned long long db = smem_desc(b + k * 32, 16, ROWS8_BYTES);
+#else
                     const unsigned long long db = smem_desc(b + k * 2048, B_BOX_BYTES, ROWS8_BYTES);
+#endif
 #pragma unroll
                     for (int mi = 0; mi < MI; mi++)
                         WGMMA(BN)(d[mi], smem_desc(a + mi * 64 * 128 + k * 32, 16, ROWS8_BYTES), db, kt != kb || k != 0);

@@ -221,7 +221,15 @@ mod tests {
         let states = space::states(SpaceKind::Hopper, hwwfc_core::OpKind::MatMul);
         Record {
             source: Source::Kernel,
-            workload: Workload::MatMul { name: "mm".into(), m: 256, n: 256, k: 256, batch: 1, epilogue: None },
+            workload: Workload::MatMul {
+                name: "mm".into(),
+                m: 256,
+                n: 256,
+                k: 256,
+                batch: 1,
+                epilogue: None,
+                b_layout: Default::default(),
+            },
             config: Some(Config::new(index, &states[index as usize])),
             status: Status::Ok,
             reason: None,

@@ -6,6 +6,34 @@ use hwwfc_core::space::{self, SpaceKind};
 use hwwfc_core::{constraint, ElementwiseKind, HardwareSpec, Op, Placement, State, StateIndex};
 use serde::{Deserialize, Serialize};
 
+/// How a matmul's `B` operand is stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BLayout {
+    /// `K x N`, row-major (`N` contiguous): a layer's output read as the
+    /// next product's `B`, as attention's `V` in `P V`.
+    #[default]
+    NMajor,
+    /// Its `N x K` transpose, row-major (`K` contiguous): PyTorch's Linear
+    /// weights, attention's `K` in `Q K^T`.
+    KMajor,
+}
+
+impl BLayout {
+    /// Whether it is the default, [`BLayout::NMajor`].
+    pub fn is_n_major(&self) -> bool {
+        *self == BLayout::NMajor
+    }
+
+    /// Its name in files, such as `k_major`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BLayout::NMajor => "n_major",
+            BLayout::KMajor => "k_major",
+        }
+    }
+}
+
 /// One configuration of a kernel: its index in the core's table and the
 /// state it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +71,10 @@ pub struct Config {
     /// there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elementwise: Option<ElementwiseKind>,
+    /// How a matmul's `B` is stored, which the kernel reads as it is;
+    /// written in records only where it is not the default `n_major`.
+    #[serde(default, skip_serializing_if = "BLayout::is_n_major")]
+    pub b_layout: BLayout,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -80,12 +112,18 @@ impl Config {
             split_k: s.split_k,
             pingpong: s.pingpong,
             elementwise: None,
+            b_layout: BLayout::NMajor,
         }
     }
 
     /// The same configuration computing `elementwise` (see the field).
     pub fn with_elementwise(self, elementwise: Option<ElementwiseKind>) -> Config {
         Config { elementwise, ..self }
+    }
+
+    /// The same configuration reading `B` stored as `b_layout`.
+    pub fn with_b_layout(self, b_layout: BLayout) -> Config {
+        Config { b_layout, ..self }
     }
 
     /// Threads of one block.

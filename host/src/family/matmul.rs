@@ -10,7 +10,7 @@
 //! the operation, and timed beside cuBLAS followed by the operation as its
 //! own kernel.
 
-use super::{Config, Inputs, KernelFamily, Tools, Workspace};
+use super::{BLayout, Config, Inputs, KernelFamily, Tools, Workspace};
 use crate::gpu::launch::{self, ElementwiseOperands};
 use crate::gpu::KernelSource;
 use anyhow::{bail, Result};
@@ -139,6 +139,8 @@ pub(super) struct MatmulWorkspace<'a> {
     pub(super) sets: Vec<(CudaSlice<u16>, CudaSlice<u16>)>,
     /// The fused epilogue's operation, if any.
     epilogue: Option<ElementwiseKind>,
+    /// How each set's `B` is stored.
+    pub(super) b_layout: BLayout,
     /// Its second operand per input set (`C`'s shape; empty where it has
     /// none).
     seconds: Vec<CudaSlice<u16>>,
@@ -173,15 +175,17 @@ impl<'a> MatmulWorkspace<'a> {
             }
         }
         let out = stream.alloc_zeros::<u16>(c_len)?;
-        let mut ws = MatmulWorkspace { tools, dims: dims(op), sets, epilogue, seconds, out, reference: None };
+        let b_layout = inputs.b_layout;
+        let mut ws = MatmulWorkspace { tools, dims: dims(op), sets, epilogue, b_layout, seconds, out, reference: None };
         if inputs.reference {
             // cuBLAS on the first set, itself checked on a sample against
             // fp64 on the CPU, then the fused operation in fp64.
             let mut reference = stream.alloc_zeros::<u16>(c_len)?;
             let (a, b) = ws.sets.first().ok_or_else(|| anyhow::anyhow!("no input set"))?;
-            tools.blas.gemm_f16(ws.dims, a, b, &mut reference)?;
+            let kmajor = b_layout == BLayout::KMajor;
+            tools.blas.gemm_f16(ws.dims, a, b, kmajor, &mut reference)?;
             stream.synchronize()?;
-            verify_reference(&tools, ws.dims.map(|d| d as usize), a, b, &reference)?;
+            verify_reference(&tools, ws.dims.map(|d| d as usize), a, (b, kmajor), &reference)?;
             if let Some(kind) = epilogue {
                 let product = reference.clone();
                 let [m, n, _, batch] = ws.dims;
@@ -207,14 +211,15 @@ impl<'a> MatmulWorkspace<'a> {
     /// the operands and output of input set `set`: the set's second
     /// operand where `c` fuses an operation that has one, else a buffer it
     /// does not read (the set's `A`). `Err` where `c` fuses another
-    /// operation than the one the workspace was made for.
+    /// operation, or reads another layout of `B`, than the workspace was
+    /// made for.
     #[allow(clippy::type_complexity)]
     pub(super) fn operands(
         &mut self,
         c: &Config,
         set: usize,
     ) -> Result<(&CudaSlice<u16>, &CudaSlice<u16>, &CudaSlice<u16>, &mut CudaSlice<u16>), DriverError> {
-        if c.elementwise != self.epilogue {
+        if c.elementwise != self.epilogue || c.b_layout != self.b_layout {
             return Err(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
         }
         let (a, b) = &self.sets[set % self.sets.len()];
@@ -234,6 +239,10 @@ impl Workspace for MatmulWorkspace<'_> {
     fn launch(&mut self, f: &CudaFunction, c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
         let [m, n, k, _] = self.dims;
         let stream = self.tools.gpu.stream.clone();
+        if c.b_layout != BLayout::NMajor {
+            // This kernel reads B row-major only (the plan never asks).
+            return Err(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
+        }
         let (a, b, e, out) = self.operands(c, set)?;
         launch::gemm_f16(&stream, f, cfg, a, b, launch::Output { c: out, e }, [m, n, k])
     }
@@ -249,7 +258,7 @@ impl Workspace for MatmulWorkspace<'_> {
         let product = self
             .tools
             .blas
-            .gemm_f16(self.dims, a, b, &mut self.out)
+            .gemm_f16(self.dims, a, b, self.b_layout == BLayout::KMajor, &mut self.out)
             .map_err(|_| DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED));
         let e = match self.seconds.len() {
             0 => a,
@@ -263,12 +272,12 @@ impl Workspace for MatmulWorkspace<'_> {
 }
 
 /// Checks the cuBLAS reference on 64 sampled outputs against fp64 dot
-/// products on the CPU.
+/// products on the CPU (`B` read as stored: K-major where the flag says).
 fn verify_reference(
     tools: &Tools,
     [m, n, k, batch]: [usize; 4],
     a: &CudaSlice<u16>,
-    b: &CudaSlice<u16>,
+    (b, b_kmajor): (&CudaSlice<u16>, bool),
     c: &CudaSlice<u16>,
 ) -> Result<()> {
     let stream = &tools.gpu.stream;
@@ -284,7 +293,8 @@ fn verify_reference(
         state ^= state << 17;
         let (z, i, j) =
             ((state % batch as u64) as usize, ((state >> 20) % m as u64) as usize, ((state >> 40) % n as u64) as usize);
-        let exact: f64 = (0..k).map(|p| f(ha[z * m * k + i * k + p]) * f(hb[z * k * n + p * n + j])).sum();
+        let b_at = |p: usize| if b_kmajor { hb[z * k * n + j * k + p] } else { hb[z * k * n + p * n + j] };
+        let exact: f64 = (0..k).map(|p| f(ha[z * m * k + i * k + p]) * f(b_at(p))).sum();
         let got = f(hc[z * m * n + i * n + j]);
         err += (got - exact).powi(2);
         refsq += exact * exact;

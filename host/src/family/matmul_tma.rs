@@ -11,7 +11,7 @@
 //! fp32 partial sums and the tiles' arrival counters.
 
 use super::matmul::{dims, MatmulWorkspace};
-use super::{Config, Inputs, KernelFamily, Tools, Workspace};
+use super::{BLayout, Config, Inputs, KernelFamily, Tools, Workspace};
 use crate::gpu::launch;
 use crate::gpu::tensor_map::{self, Shape16, TensorMap};
 use crate::gpu::KernelSource;
@@ -72,14 +72,26 @@ impl KernelFamily for TmaWgmma {
         ]
         .into_iter()
         .chain(super::matmul::epilogue_define(c))
+        .chain((c.b_layout == BLayout::KMajor).then(|| ("B_KMAJOR".to_string(), 1)))
         .collect()
+    }
+
+    fn reads(&self, _layout: BLayout) -> bool {
+        true
     }
 
     fn label(&self, c: &Config) -> String {
         let split = if c.split_k > 1 { format!(" k{}", c.split_k) } else { String::new() };
         let pingpong = if c.pingpong { " pp" } else { "" };
-        let label =
-            format!("{}x{}x{} wg{}{pingpong} s{}{split} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages);
+        let kmajor = if c.b_layout == BLayout::KMajor { " bk" } else { "" };
+        let label = format!(
+            "{}x{}x{} wg{}{pingpong} s{}{split} tma{kmajor}",
+            c.tile_m,
+            c.tile_n,
+            c.tile_k,
+            consumers(c),
+            c.stages
+        );
         super::matmul::with_epilogue(label, c)
     }
 
@@ -108,7 +120,11 @@ impl KernelFamily for TmaWgmma {
         let mut maps = Vec::with_capacity(inner.sets.len());
         for (a, b) in &inner.sets {
             let a = tensor_map::tiled_16bit(stream, a, Shape16 { cols: k, rows: m, batch }, [BOX, BOX], false)?;
-            let b = tensor_map::tiled_16bit(stream, b, Shape16 { cols: n, rows: k, batch }, [BOX, BOX], false)?;
+            let b_shape = match inner.b_layout {
+                BLayout::NMajor => Shape16 { cols: n, rows: k, batch },
+                BLayout::KMajor => Shape16 { cols: k, rows: n, batch },
+            };
+            let b = tensor_map::tiled_16bit(stream, b, b_shape, [BOX, BOX], false)?;
             maps.push([a, b]);
         }
         let partials = stream.alloc_zeros(1)?;
@@ -293,6 +309,25 @@ mod tests {
         // 128 x 256 accumulators are too many for one consumer.
         let wide = Config { tile_n: 256, ..pp };
         assert!(hwwfc_core::constraint::check(&hopper, &op, &wide.state()).is_err());
+    }
+
+    #[test]
+    fn a_k_major_b_is_its_own_program_read_by_this_family_alone() {
+        let hopper = spec(SpaceKind::Hopper);
+        let op = mm(4096, 4096, 4096, 1);
+        let base = TmaWgmma.configs(&hopper, &op)[0];
+        let kmajor = base.with_b_layout(BLayout::KMajor);
+        assert!(TmaWgmma.reads(BLayout::KMajor) && TmaWgmma.reads(BLayout::NMajor));
+        assert!(!super::super::matmul::MmaSync.reads(BLayout::KMajor));
+        assert!(TmaWgmma.defines(&kmajor).contains(&("B_KMAJOR".into(), 1)));
+        assert!(!TmaWgmma.defines(&base).iter().any(|(d, _)| d == "B_KMAJOR"));
+        assert_ne!(TmaWgmma.program(&kmajor), TmaWgmma.program(&base));
+        assert!(TmaWgmma.label(&kmajor).ends_with("tma bk"), "{}", TmaWgmma.label(&kmajor));
+        // Records name the layout only where it is not the default.
+        let text = serde_json::to_string(&kmajor).unwrap();
+        assert!(text.contains("\"b_layout\":\"k_major\""), "{text}");
+        assert_eq!(serde_json::from_str::<Config>(&text).unwrap(), kmajor);
+        assert!(!serde_json::to_string(&base).unwrap().contains("b_layout"));
     }
 
     #[test]

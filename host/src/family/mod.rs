@@ -27,7 +27,7 @@ pub mod matmul;
 pub mod matmul_tma;
 pub mod softmax;
 
-pub use config::Config;
+pub use config::{BLayout, Config};
 
 use crate::gpu::blas::Blas;
 use crate::gpu::support::Support;
@@ -63,6 +63,8 @@ pub struct Inputs {
     /// epilogue (its second operand is allocated with each set, and the
     /// reference includes it); `None` for the others.
     pub epilogue: Option<hwwfc_core::ElementwiseKind>,
+    /// How a matmul's `B` is stored (`n_major` for the others).
+    pub b_layout: BLayout,
 }
 
 /// A family of kernels: one CUDA source whose compile-time parameters are a
@@ -104,6 +106,12 @@ pub trait KernelFamily: Sync {
     /// same operator (timed beside the family when asked).
     fn has_baseline(&self) -> bool {
         false
+    }
+
+    /// Whether its kernel reads a matmul's `B` stored as `layout` (every
+    /// family reads the default).
+    fn reads(&self, layout: BLayout) -> bool {
+        layout == BLayout::NMajor
     }
 
     /// The program of configuration `c`: the source with its options.

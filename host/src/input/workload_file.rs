@@ -16,6 +16,10 @@
 //! `silu_mul` or `gelu`) applies that operation to its output in its
 //! epilogue, the second operand (the residual, the up projection) read
 //! there: the product and the elementwise layer after it as one kernel.
+//! A matmul's `b_layout` says how `B` is stored: `n_major` (`k x n`,
+//! row-major, the default) or `k_major` (its `n x k` transpose, row-major,
+//! as PyTorch stores a Linear layer's weight and attention reads `K` in
+//! `Q K^T`); only the Hopper family reads `k_major`.
 //! `batch` (independent products, as attention heads) defaults to 1. Names must be
 //! unique; every size at least 1, and every tensor (and every copy) under 4 GiB.
 //!
@@ -24,6 +28,7 @@
 //! `"family"`, the model family (such as `llama3`), and `"model"`, the
 //! model configuration (such as `llama3-8b`). Records keep only the shape.
 
+use crate::family::BLayout;
 use anyhow::{bail, Context, Result};
 use hwwfc_core::{DType, ElementwiseKind, Op};
 use serde::{Deserialize, Serialize};
@@ -49,6 +54,10 @@ pub enum Workload {
         /// The elementwise operation fused into the epilogue, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         epilogue: Option<ElementwiseKind>,
+        /// How `B` is stored: `n_major` (`k x n`, the default) or
+        /// `k_major` (its `n x k` transpose, row-major).
+        #[serde(default, skip_serializing_if = "BLayout::is_n_major")]
+        b_layout: BLayout,
     },
     /// A row softmax of a `rows x cols` fp32 matrix.
     Softmax {
@@ -129,6 +138,14 @@ impl Workload {
             Workload::MatMul { epilogue, .. } => epilogue,
             Workload::Elementwise { op, .. } => Some(op),
             Workload::Softmax { .. } | Workload::Transpose { .. } | Workload::Copy { .. } => None,
+        }
+    }
+
+    /// How a matmul's `B` is stored (the default for the others).
+    pub fn b_layout(&self) -> BLayout {
+        match *self {
+            Workload::MatMul { b_layout, .. } => b_layout,
+            _ => BLayout::NMajor,
         }
     }
 
@@ -237,6 +254,8 @@ struct MatMulFields {
     batch: u32,
     #[serde(default)]
     epilogue: Option<ElementwiseKind>,
+    #[serde(default)]
+    b_layout: BLayout,
 }
 
 #[derive(Deserialize)]
@@ -297,7 +316,15 @@ fn parse_one(value: serde_json::Value) -> Result<Labelled> {
     let workload = match kind.as_str() {
         "matmul" => {
             let f: MatMulFields = fields(rest)?;
-            Workload::MatMul { name: f.name, m: f.m, n: f.n, k: f.k, batch: f.batch, epilogue: f.epilogue }
+            Workload::MatMul {
+                name: f.name,
+                m: f.m,
+                n: f.n,
+                k: f.k,
+                batch: f.batch,
+                epilogue: f.epilogue,
+                b_layout: f.b_layout,
+            }
         }
         "elementwise" => {
             let f: ElementwiseFields = fields(rest)?;
@@ -357,7 +384,18 @@ mod tests {
     fn parses_both_kinds_and_defaults_batch() {
         let w = parse(r#"[{"name":"a","kind":"matmul","m":1,"n":50257,"k":768},{"name":"b","kind":"softmax","rows":3,"cols":77}]"#)
             .unwrap();
-        assert_eq!(w[0], Workload::MatMul { name: "a".into(), m: 1, n: 50257, k: 768, batch: 1, epilogue: None });
+        assert_eq!(
+            w[0],
+            Workload::MatMul {
+                name: "a".into(),
+                m: 1,
+                n: 50257,
+                k: 768,
+                batch: 1,
+                epilogue: None,
+                b_layout: BLayout::NMajor
+            }
+        );
         assert_eq!(w[1].shape(), "3x77");
     }
 
@@ -371,10 +409,32 @@ mod tests {
         assert_eq!(l[1].labels, Labels::default());
         assert_eq!(
             parse(text).unwrap()[0],
-            Workload::MatMul { name: "q".into(), m: 1, n: 6144, k: 4096, batch: 1, epilogue: None }
+            Workload::MatMul {
+                name: "q".into(),
+                m: 1,
+                n: 6144,
+                k: 4096,
+                batch: 1,
+                epilogue: None,
+                b_layout: BLayout::NMajor
+            }
         );
         // A record's workload is the shape alone.
         assert!(!serde_json::to_string(&l[0].workload).unwrap().contains("llama3"));
+    }
+
+    #[test]
+    fn a_matmul_may_store_b_k_major() {
+        let text = r#"[{"name":"w","kind":"matmul","m":2,"n":8,"k":16,"b_layout":"k_major"},
+                       {"name":"x","kind":"matmul","m":2,"n":8,"k":16,"b_layout":"n_major"}]"#;
+        let w = parse(text).unwrap();
+        assert_eq!(w[0].b_layout(), BLayout::KMajor);
+        assert_eq!(w[1].b_layout(), BLayout::NMajor);
+        // Written back only where it is not the default.
+        assert!(serde_json::to_string(&w[0]).unwrap().contains("\"b_layout\":\"k_major\""));
+        assert!(!serde_json::to_string(&w[1]).unwrap().contains("b_layout"));
+        let e = parse(r#"[{"name":"a","kind":"matmul","m":1,"n":8,"k":8,"b_layout":"t"}]"#).unwrap_err();
+        assert!(format!("{e:#}").contains("field `b_layout`: unknown variant"), "{e:#}");
     }
 
     #[test]
@@ -384,7 +444,15 @@ mod tests {
         let w = parse(text).unwrap();
         assert_eq!(
             w[0],
-            Workload::MatMul { name: "g".into(), m: 2, n: 8, k: 4, batch: 1, epilogue: Some(ElementwiseKind::SiluMul) }
+            Workload::MatMul {
+                name: "g".into(),
+                m: 2,
+                n: 8,
+                k: 4,
+                batch: 1,
+                epilogue: Some(ElementwiseKind::SiluMul),
+                b_layout: BLayout::NMajor
+            }
         );
         assert_eq!(w[0].elementwise(), Some(ElementwiseKind::SiluMul));
         assert_eq!(w[0].op(), Some(Op::MatMul { m: 2, n: 8, k: 4, batch: 1, dtype: DType::F16 }));
@@ -400,9 +468,16 @@ mod tests {
             let json = serde_json::to_string(x).unwrap();
             assert_eq!(&serde_json::from_str::<Workload>(&json).unwrap(), x, "{json}");
         }
-        let plain =
-            serde_json::to_string(&Workload::MatMul { name: "p".into(), m: 1, n: 1, k: 1, batch: 1, epilogue: None })
-                .unwrap();
+        let plain = serde_json::to_string(&Workload::MatMul {
+            name: "p".into(),
+            m: 1,
+            n: 1,
+            k: 1,
+            batch: 1,
+            epilogue: None,
+            b_layout: BLayout::NMajor,
+        })
+        .unwrap();
         assert!(!plain.contains("epilogue"), "{plain}");
     }
 

@@ -104,7 +104,11 @@ impl<'a> PreparedChain<'a> {
             }
             let seed = SEED.wrapping_add(1000 + 2 * i as u32);
             let epilogue = if op.kind() == hwwfc_core::OpKind::MatMul { c.elementwise } else { None };
-            let workspace = family.workspace(tools, &op, Inputs { sets: 1, seed, reference: false, epilogue })?;
+            let workspace = family.workspace(
+                tools,
+                &op,
+                Inputs { sets: 1, seed, reference: false, epilogue, b_layout: c.b_layout },
+            )?;
             prepared.push(Layer { f, c: *c, cfg, workspace });
         }
         Ok(PreparedChain { layers: prepared })

@@ -121,7 +121,15 @@ mod tests {
     fn base(index: u16) -> Record {
         Record::pending(
             Source::Kernel,
-            Workload::MatMul { name: "mm".into(), m: 64, n: 64, k: 64, batch: 1, epilogue: None },
+            Workload::MatMul {
+                name: "mm".into(),
+                m: 64,
+                n: 64,
+                k: 64,
+                batch: 1,
+                epilogue: None,
+                b_layout: Default::default(),
+            },
             Some(Config::new(index, &space::states(SpaceKind::Cuda, OpKind::MatMul)[index as usize])),
             "t".into(),
             "2026-01-01T00:00:00Z".into(),

@@ -41,7 +41,9 @@ pub fn of_schedule<const L: usize>(
             continue;
         }
         let w = match layer.op {
-            Op::MatMul { m, n, k, batch, .. } => Workload::MatMul { name, m, n, k, batch, epilogue: None },
+            Op::MatMul { m, n, k, batch, .. } => {
+                Workload::MatMul { name, m, n, k, batch, epilogue: None, b_layout: Default::default() }
+            }
             Op::Softmax { rows, cols, .. } => Workload::Softmax { name, rows, cols },
             Op::Elementwise { kind, rows, cols, .. } => Workload::Elementwise { name, op: kind, rows, cols },
         };

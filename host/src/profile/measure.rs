@@ -60,7 +60,11 @@ impl Context<'_> {
             return self.all_failed(w, tasks, &reason);
         }
         let epilogue = if op.kind() == hwwfc_core::OpKind::MatMul { w.elementwise() } else { None };
-        let mut ws = family.workspace(self.tools(), op, Inputs { sets, seed: SEED, reference: true, epilogue })?;
+        let mut ws = family.workspace(
+            self.tools(),
+            op,
+            Inputs { sets, seed: SEED, reference: true, epilogue, b_layout: w.b_layout() },
+        )?;
         let mut records = Vec::new();
         let mut ready = Vec::new();
         for t in tasks {

@@ -43,17 +43,20 @@ pub fn every_task(opts: &Options, spec: &HardwareSpec) -> Plan {
         let mut tasks = Vec::new();
         match w.op() {
             Some(op) => {
-                let all = family::configs(spec, &op);
+                // The families that read B as the workload stores it.
+                let (elementwise, b_layout) = (w.elementwise(), w.b_layout());
+                let all: Vec<_> = family::configs(spec, &op)
+                    .into_iter()
+                    .filter(|c| family::for_config(op.kind(), c).reads(b_layout))
+                    .collect();
                 let chosen = match &opts.select {
                     Some(select) => select(spec, &op, all),
                     None => all,
                 };
-                let elementwise = w.elementwise();
-                tasks.extend(
-                    chosen
-                        .into_iter()
-                        .map(|c| Task { source: Source::Kernel, config: Some(c.with_elementwise(elementwise)) }),
-                );
+                tasks.extend(chosen.into_iter().map(|c| Task {
+                    source: Source::Kernel,
+                    config: Some(c.with_elementwise(elementwise).with_b_layout(b_layout)),
+                }));
                 let baseline = family::for_kind(op.kind()).any(|f| f.has_baseline());
                 if opts.cublas && baseline {
                     tasks.push(Task { source: Source::Cublas, config: None });
