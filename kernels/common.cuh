@@ -56,3 +56,25 @@ __device__ __forceinline__ float apply_op(float x, float e) {
     if (KIND == 2) return 0.5f * x * (1.f + tanh_approx(0.7978845608f * (x + 0.044715f * x * x * x)));
     return x;
 }
+
+// Transposes matrix blockIdx.z of a batch of fp16 `rows x cols` matrices,
+// Y[z][c, r] = X[z][r, c], through 32 x 32 tiles in shared memory (padded
+// against bank conflicts): blocks of 32 x 8 threads, a grid of
+// (ceil(cols / 32), ceil(rows / 32), batch).
+__device__ __forceinline__ void transpose_tiles(const half_t* __restrict__ X, half_t* __restrict__ Y, int rows,
+                                                int cols) {
+    __shared__ half_t tile[32][34];
+    X += (size_t)blockIdx.z * rows * cols;
+    Y += (size_t)blockIdx.z * rows * cols;
+    int x = blockIdx.x * 32 + threadIdx.x;
+    int y = blockIdx.y * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8)
+        if (x < cols && y + j < rows) tile[threadIdx.y + j][threadIdx.x] = X[(size_t)(y + j) * cols + x];
+    __syncthreads();
+    x = blockIdx.y * 32 + threadIdx.x;
+    y = blockIdx.x * 32 + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < 32; j += 8)
+        if (x < rows && y + j < cols) Y[(size_t)(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];
+}

@@ -158,3 +158,11 @@ extern "C" __global__ void elementwise_apply(int op, half_t* Y, const half_t* E,
     else if (op == 1) apply_pairs<1>(Y, E, n);
     else if (op == 2) apply_pairs<2>(Y, E, n);
 }
+
+// A batch of fp16 `rows x cols` matrices transposed, one per blockIdx.z:
+// what a kernel that reads a matmul's B row-major runs first where B is
+// stored K-major.
+extern "C" __global__ void __launch_bounds__(256)
+    transpose_batched(const half_t* __restrict__ X, half_t* __restrict__ Y, int rows, int cols) {
+    transpose_tiles(X, Y, rows, cols);
+}

@@ -179,6 +179,8 @@ pub struct ScheduleProblem<const L: usize, const W: usize> {
     rewrite: PerEdge<f32, L>,
     adjacency: PerEdge<bool, L>,
     fusing: PerEdge<bool, L>,
+    /// Whether the edge carries a matmul's `B` transposed.
+    transposed: PerEdge<bool, L>,
     free: PerEdge<bool, L>,
 }
 
@@ -209,6 +211,7 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
             rewrite: PerEdge::new(),
             adjacency: PerEdge::new(),
             fusing: PerEdge::new(),
+            transposed: PerEdge::new(),
             free: PerEdge::new(),
         };
         for (i, layer) in graph.layers().iter().enumerate() {
@@ -234,6 +237,7 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
             problem.rewrite.push(rewrite)?;
             problem.adjacency.push(tiled && dram)?;
             problem.fusing.push(fusing)?;
+            problem.transposed.push(graph.edge_transposed(edge))?;
         }
         problem.enforce_adjacency()?;
         for edge in 0..problem.edges.len {
@@ -389,7 +393,7 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
 
     fn transition(&self, edge: usize, from: StateIndex, to: StateIndex) -> f32 {
         match self.pair(edge, from, to) {
-            Some((a, b)) if cost::needs_rewrite(a, b) => self.rewrite.get(edge).unwrap_or(f32::INFINITY),
+            Some((a, b)) if self.rewrites(edge, a, b) => self.rewrite.get(edge).unwrap_or(f32::INFINITY),
             Some(_) => 0.0,
             None => f32::INFINITY,
         }
@@ -404,7 +408,7 @@ impl<const L: usize, const W: usize> Problem<W> for ScheduleProblem<L, W> {
         if !self.allowed(edge, a, b) {
             return None;
         }
-        if cost::needs_rewrite(a, b) {
+        if self.rewrites(edge, a, b) {
             self.rewrite.get(edge)
         } else {
             Some(0.0)
@@ -437,6 +441,17 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
         producer.is_some_and(|p| constraint::can_fuse(&p.op, a))
     }
 
+    /// Whether the tensor of `edge` is rewritten between `a` and `b`
+    /// ([`cost::edge_needs_rewrite`]).
+    fn rewrites(&self, edge: usize, a: &State, b: &State) -> bool {
+        cost::edge_needs_rewrite(a, b, self.transposed.get(edge).unwrap_or(false))
+    }
+
+    /// Whether `edge` carries a matmul's `B` transposed.
+    pub fn edge_transposed(&self, edge: usize) -> bool {
+        self.transposed.get(edge).unwrap_or(false)
+    }
+
     /// Free when no surviving pair needs a rewrite and none is forbidden.
     fn compute_free(&self, edge: usize) -> bool {
         if self.adjacency.get(edge).unwrap_or(true) || self.fusing.get(edge).unwrap_or(true) {
@@ -450,6 +465,10 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
         };
         let all_row =
             |l: &LayerPlan<W>| l.domain.iter().all(|s| l.state(s).is_some_and(|s| s.layout == Layout::RowMajor));
-        all_row(a) && all_row(b)
+        let reads_as_is = |l: &LayerPlan<W>| {
+            !self.edge_transposed(edge)
+                || l.domain.iter().all(|s| l.state(s).is_some_and(|s| s.placement.reads_k_major_b()))
+        };
+        all_row(a) && all_row(b) && reads_as_is(b)
     }
 }

@@ -83,8 +83,10 @@
 //!
 //! When a layer's input layout differs from its producer's output layout,
 //! or tiled layouts of different tile shapes meet, the tensor is rewritten
-//! once (read and write over the DRAM bandwidth, plus a launch). The
-//! model's input and output are row-major.
+//! once (read and write over the DRAM bandwidth, plus a launch). So is a
+//! matmul's `B` that arrives transposed (attention's `K` in `Q K^T`) where
+//! the consumer's kernel reads `B` row-major only; the Hopper matmul's TMA
+//! loads read it as it is. The model's input and output are row-major.
 //!
 //! All arithmetic is `f32` with `libm`, in a fixed order, so the host and a
 //! Cortex-M4F compute the same bits.
@@ -644,6 +646,16 @@ pub fn needs_rewrite(prev: &State, next: &State) -> bool {
         (Layout::Tiled, Layout::Tiled) => (prev.tile.m, prev.tile.n) != (next.tile.m, next.tile.n),
         (a, b) => a != b,
     }
+}
+
+/// Whether a tensor written in `prev`'s layout must be rewritten before
+/// `next` reads it on an edge that carries a matmul's `B` transposed
+/// (`transposed`, [`crate::graph::Graph::edge_transposed`]): a layout
+/// change, or a `B` that arrives K-major where `next`'s kernel reads it
+/// row-major only ([`Placement::reads_k_major_b`]), transposed by a
+/// kernel of its own.
+pub fn edge_needs_rewrite(prev: &State, next: &State, transposed: bool) -> bool {
+    needs_rewrite(prev, next) || (transposed && !next.placement.reads_k_major_b())
 }
 
 /// Transition cost of the tensor of `bytes` between a producer in `prev`

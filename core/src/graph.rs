@@ -76,6 +76,12 @@ pub enum GraphError {
         /// The input named twice.
         input: usize,
     },
+    /// A layer reads its `B` transposed but is not a matmul with one or
+    /// two inputs.
+    NotTransposable {
+        /// Index of the layer.
+        layer: usize,
+    },
     /// A decoded graph has not one input list per layer.
     InputLists {
         /// Its layers.
@@ -104,6 +110,9 @@ impl fmt::Display for GraphError {
             }
             GraphError::TooManyInputs { layer } => write!(f, "layer {layer}: more than {MAX_INPUTS} inputs"),
             GraphError::DuplicateInput { layer, input } => write!(f, "layer {layer}: input {input} named twice"),
+            GraphError::NotTransposable { layer } => {
+                write!(f, "layer {layer}: only a matmul with one or two inputs reads its B transposed")
+            }
             GraphError::InputLists { layers, lists } => {
                 write!(f, "{lists} input lists for {layers} layers")
             }
@@ -117,6 +126,12 @@ impl fmt::Display for GraphError {
 pub struct Graph<const L: usize> {
     layers: heapless::Vec<Layer, L>,
     inputs: heapless::Vec<Inputs, L>,
+}
+
+/// Whether a layer of `op` with `inputs` inputs may read its `B`
+/// transposed: a matmul with one or two inputs.
+fn transposable(op: &Op, inputs: usize) -> bool {
+    matches!(op, Op::MatMul { .. }) && (1..=2).contains(&inputs)
 }
 
 /// Checks the inputs of layer `layer`: earlier layers, each named once.
@@ -184,6 +199,21 @@ impl<const L: usize> Graph<L> {
         Ok(())
     }
 
+    /// Makes matmul `layer` read its `B` as the transpose of its last
+    /// input's output ([`Layer::transposed_b`]): the second of two inputs,
+    /// or the only one, which then feeds `A` too (GPT-2's fused QKV
+    /// projection read by the scores).
+    pub fn transpose_b(&mut self, layer: usize) -> Result<(), GraphError> {
+        let inputs = self.inputs.get(layer).map_or(0, |i| i.len());
+        match self.layers.get_mut(layer) {
+            Some(l) if transposable(&l.op, inputs) => {
+                l.transposed_b = true;
+                Ok(())
+            }
+            _ => Err(GraphError::NotTransposable { layer }),
+        }
+    }
+
     /// Checks a graph that was decoded rather than built with [`Graph::push`]
     /// and [`Graph::push_with_inputs`].
     pub fn validate(&self) -> Result<(), GraphError> {
@@ -199,6 +229,9 @@ impl<const L: usize> Graph<L> {
                 return Err(GraphError::DuplicateName { layer: i });
             }
             check_inputs(i, inputs)?;
+            if layer.transposed_b && !transposable(&layer.op, inputs.len()) {
+                return Err(GraphError::NotTransposable { layer: i });
+            }
         }
         Ok(())
     }
@@ -216,6 +249,14 @@ impl<const L: usize> Graph<L> {
     /// Whether the graph has no layers.
     pub fn is_empty(&self) -> bool {
         self.layers.is_empty()
+    }
+
+    /// Whether `edge` carries a matmul's `B` transposed: it comes from the
+    /// last input of a consumer that reads its `B` transposed
+    /// ([`Graph::transpose_b`]).
+    pub fn edge_transposed(&self, edge: Edge) -> bool {
+        let last = self.inputs(edge.to).last().is_some_and(|&i| i as usize == edge.from);
+        last && self.layer(edge.to).is_some_and(|l| l.transposed_b)
     }
 
     /// Layer `index`, if there is one.

@@ -240,6 +240,11 @@ pub struct Layer {
     pub name: LayerName,
     /// Operator and shape.
     pub op: Op,
+    /// Whether a matmul's `B` is the transpose of its last input's output
+    /// (attention's `Q K^T`: `K` is written `n x k`, row-major, and read as
+    /// `B`, `k x n`), so that `B` arrives K-major; false for every other
+    /// layer. Set by [`crate::graph::Graph::transpose_b`].
+    pub transposed_b: bool,
 }
 
 impl Layer {
@@ -247,6 +252,6 @@ impl Layer {
     /// [`LAYER_NAME_CAPACITY`] bytes.
     pub fn new(name: &str, op: Op) -> Option<Self> {
         let name = LayerName::try_from(name).ok()?;
-        Some(Layer { name, op })
+        Some(Layer { name, op, transposed_b: false })
     }
 }

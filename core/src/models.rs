@@ -53,8 +53,10 @@
 //! nothing else reads may run in that matmul's epilogue (the residual adds
 //! after the output and down projections, SiLU times up after the gate
 //! projection, GELU after the MLP's first product, each expert's add after
-//! its down projection); a norm never fuses. The sequence length is a
-//! parameter.
+//! its down projection); a norm never fuses. In every DAG the scores read
+//! K transposed (`Q K^T`, [`Graph::transpose_b`]): K arrives K-major as
+//! the scores' `B`, which the Hopper matmul reads as it is and any other
+//! kernel only after a transpose. The sequence length is a parameter.
 
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError};
@@ -186,6 +188,8 @@ fn llama3_8b_graph<const L: usize>(s: u32, mlp: bool) -> Result<Graph<L>, ModelE
     for (name, op, inputs) in attention.iter().chain(tail) {
         g.push_with_inputs(name, *op, inputs).map_err(ModelError::Graph)?;
     }
+    // The scores read K transposed.
+    g.transpose_b(SCORES).map_err(ModelError::Graph)?;
     Ok(g)
 }
 
@@ -237,6 +241,7 @@ fn transformer_graph<const L: usize>(s: u32, b: Block) -> Result<Graph<L>, Model
     };
     let qk: &[usize] = if q == k { &[q] } else { &[q, k] };
     let scores = add(&mut g, "attn_scores", mm(s, s, b.head_dim, b.heads), qk)?;
+    g.transpose_b(scores).map_err(ModelError::Graph)?;
     let probs = add(&mut g, "attn_softmax", softmax(s.saturating_mul(b.heads), s), &[scores])?;
     let values = add(&mut g, "attn_values", mm(s, b.head_dim, s, b.heads), &[probs, v])?;
     let o = add(&mut g, "o_proj", mm(s, d, d, 1), &[values])?;

@@ -62,6 +62,16 @@ impl Placement {
             Placement::Epilogue => "epilogue",
         }
     }
+
+    /// Whether a matmul of this placement reads its `B` operand stored
+    /// K-major (`n x k`, row-major, as it arrives where the layer reads
+    /// its second input transposed, [`crate::layer::Layer::transposed_b`])
+    /// as it is: the TMA loads take either layout (their tensor map
+    /// describes it and `wgmma` reads shared memory either way); the other
+    /// kernels read `B` row-major only, so the tensor is transposed first.
+    pub const fn reads_k_major_b(self) -> bool {
+        matches!(self, Placement::Tma)
+    }
 }
 
 /// Memory layout of the layer's output tensor (and of its input, which is

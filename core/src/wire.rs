@@ -16,10 +16,12 @@
 //! schedule, a spec or a graph has a 2-byte header, coefficients a 3-byte
 //! one ([`Message::HEADER_LEN`]). Version 1 of the format (before the cost
 //! model's byte), version 2 (states without their split-K factor and
-//! ping-pong flag) and version 3 (graphs without their layers' inputs,
-//! every graph a chain) are no longer read.
+//! ping-pong flag), version 3 (graphs without their layers' inputs,
+//! every graph a chain) and version 4 (layers without their transposed-`B`
+//! flag) are no longer read.
 //!
-//! A graph's body is its layers, then one list of inputs per layer
+//! A graph's body is its layers (each its name, operator and whether a
+//! matmul reads its `B` transposed), then one list of inputs per layer
 //! (earlier layers' indices as varints, at most
 //! [`MAX_INPUTS`](crate::graph::MAX_INPUTS)): a chain's first layer has
 //! none and each other layer the one before it.
@@ -39,10 +41,11 @@ use core::fmt;
 use postcard::experimental::max_size::MaxSize;
 use serde::{de::DeserializeOwned, Serialize};
 
-/// Version of the wire format: 4 since a graph's layers name their inputs
-/// (3: a state carries its split-K factor and ping-pong flag; 2:
+/// Version of the wire format: 5 since a graph's layer says whether a
+/// matmul reads its `B` transposed (4: a graph's layers name their inputs;
+/// 3: a state carries its split-K factor and ping-pong flag; 2:
 /// coefficients carry the cost model's version).
-pub const WIRE_VERSION: u8 = 4;
+pub const WIRE_VERSION: u8 = 5;
 
 /// Bytes of the header every message starts with (the format version and
 /// the kind); coefficients have one more ([`Message::HEADER_LEN`]).

@@ -373,15 +373,24 @@ fn empty_and_invalid_decoded_graphs() {
     // A graph that arrives as bytes skips `push`: encode a valid one-layer
     // graph and zero its `m`. Postcard lays it out as: layer count, name
     // length, name bytes, variant index (0 = MatMul), then m, n, k, batch as
-    // varints (each 1 here, one byte) and the dtype index; then the count of
-    // input lists and each list (its length, then its layers as varints):
-    // here one empty list.
+    // varints (each 1 here, one byte), the dtype index and the
+    // transposed-B flag; then the count of input lists and each list (its
+    // length, then its layers as varints): here one empty list.
     let mut g = Graph::<8>::new();
     g.push("mm", mm(1, 1, 1, 1)).unwrap();
     let mut buf = [0u8; 256];
     let bytes = wire::to_slice(&g, &mut buf).unwrap().to_vec();
     let m_at = wire::HEADER_LEN + 1 + 1 + 2 + 1;
-    assert_eq!(&bytes[m_at - 1..], &[0, 1, 1, 1, 1, 0, 1, 0]);
+    assert_eq!(&bytes[m_at - 1..], &[0, 1, 1, 1, 1, 0, 0, 1, 0]);
+    // The flag set on a matmul that reads no layer's output: refused.
+    let mut b = bytes.clone();
+    b[m_at + 5] = 1;
+    let bad: Graph<8> = wire::from_bytes(&b).unwrap();
+    assert_eq!(bad.validate(), Err(GraphError::NotTransposable { layer: 0 }));
+    assert_eq!(
+        build(&bad, &presets::stress_gpu()).unwrap_err(),
+        BuildError::Graph(GraphError::NotTransposable { layer: 0 })
+    );
     for (offset, dim) in [(0, "m"), (1, "n"), (2, "k"), (3, "batch")] {
         let mut b = bytes.clone();
         b[m_at + offset] = 0;
@@ -395,9 +404,9 @@ fn empty_and_invalid_decoded_graphs() {
     g2.push("mm", mm(1, 1, 1, 1)).unwrap();
     g2.push("mn", mm(1, 1, 1, 1)).unwrap();
     let mut b = wire::to_slice(&g2, &mut buf).unwrap().to_vec();
-    // After the second name: its op (6 bytes) and the input lists
-    // (count 2, an empty list, a list of layer 0: 4 bytes).
-    let second_name = b.len() - 4 - 6 - 1;
+    // After the second name: its op (6 bytes), its flag (1) and the input
+    // lists (count 2, an empty list, a list of layer 0: 4 bytes).
+    let second_name = b.len() - 4 - 1 - 6 - 1;
     assert_eq!(b[second_name], b'n');
     b[second_name] = b'm';
     let dup: Graph<8> = wire::from_bytes(&b).unwrap();

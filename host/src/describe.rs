@@ -23,6 +23,13 @@ pub fn op(op: &Op) -> String {
     format!("{} {} {}", kind, shape(op), op.dtype().name())
 }
 
+/// [`op`] of a layer, with ` B^T` where a matmul reads its `B`
+/// transposed.
+pub fn layer(layer: &hwwfc_core::Layer) -> String {
+    let transposed = if layer.transposed_b { " B^T" } else { "" };
+    format!("{}{transposed}", op(&layer.op))
+}
+
 /// The tile of `state`: `MxNxK`, or `MxN` where there is no reduction.
 pub fn tile(state: &State) -> String {
     let t = &state.tile;

@@ -116,37 +116,19 @@ fn bad_plans_and_shards_are_refused_in_one_line() {
 }
 
 #[test]
-fn a_product_whose_b_is_stored_k_major_is_planned_on_the_families_that_read_it() {
-    use hwwfc_core::space::{states, SpaceKind};
-    use hwwfc_core::{OpKind, Placement};
+fn a_product_whose_b_is_stored_k_major_is_planned_on_every_family() {
+    // The Hopper family reads it as it is, the mma.sync family after a
+    // transpose timed with it: the same configurations as a row-major B.
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, layout: &str| {
-        let path = dir.path().join(format!("{name}.json"));
-        let text = format!(r#"[{{"name":"{name}","kind":"matmul","m":512,"n":768,"k":256{layout}}}]"#);
-        std::fs::write(&path, text).unwrap();
-        path
-    };
     let out = dir.path().join("out");
-    let keys = |path: &Path| {
+    let keys = |layout: &str| {
+        let path = dir.path().join("w.json");
+        let text = format!(r#"[{{"name":"p","kind":"matmul","m":512,"n":768,"k":256{layout}}}]"#);
+        std::fs::write(&path, text).unwrap();
         let p = plan(&["--workloads", path.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-        let w = &p["workloads"][0];
-        w["missing_keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|k| (k[0].as_str().unwrap().to_string(), k[1].as_u64().unwrap() as usize))
-            .collect::<Vec<_>>()
+        p["workloads"][0]["missing_keys"].as_array().unwrap().clone()
     };
-    let plain = keys(&write("rows", ""));
-    let kmajor = keys(&write("cols", r#","b_layout":"k_major""#));
-    let table = states(SpaceKind::Hopper, OpKind::MatMul);
-    let tma = |keys: &[(String, usize)]| {
-        keys.iter().filter(|(s, i)| s == "kernel" && table[*i].placement == Placement::Tma).cloned().collect::<Vec<_>>()
-    };
-    // The Hopper family's configurations, each as for a row-major B, and
-    // cuBLAS; none of the mma.sync family, which reads B row-major only.
-    assert!(tma(&plain).len() >= 20 && tma(&plain).len() < plain.len() - 1, "{}", plain.len());
-    assert_eq!(tma(&kmajor), tma(&plain));
-    assert_eq!(kmajor.len(), tma(&plain).len() + 1);
-    assert!(kmajor.iter().any(|(s, _)| s == "cublas"));
+    let plain = keys("");
+    assert!(plain.len() > 100, "{}", plain.len());
+    assert_eq!(keys(r#","b_layout":"k_major""#), plain);
 }

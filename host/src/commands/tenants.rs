@@ -188,7 +188,7 @@ fn render_tenant(name: &str, t: &TenantPlan, m: &LoadedModel, total: u32) -> Str
         .map(|(layer, (p, w))| {
             vec![
                 layer.name.to_string(),
-                describe::op(&layer.op),
+                describe::layer(layer),
                 describe::state(&p.state),
                 us((p.unary_us + p.transition_us) as f64),
                 if p.index == w.index { "same".into() } else { describe::state(&w.state) },
@@ -335,7 +335,7 @@ fn schedule_json(m: &LoadedModel, s: &TenantSchedule) -> Value {
         .map(|(layer, c)| {
             json!({
                 "name": layer.name.as_str(),
-                "op": describe::op(&layer.op),
+                "op": describe::layer(layer),
                 "state_index": c.index,
                 "state": describe::state(&c.state),
                 "unary_us": c.unary_us,

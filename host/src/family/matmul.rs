@@ -8,7 +8,10 @@
 //! applies it in the epilogue (`EPILOGUE`), its second operand read in the
 //! output's place: checked against cuBLAS followed by the fp64 reference of
 //! the operation, and timed beside cuBLAS followed by the operation as its
-//! own kernel.
+//! own kernel. Where `B` is stored K-major (`n x k`), this kernel, which
+//! reads `B` row-major, runs the support kernels' batched transpose first,
+//! and the two are timed together: what a layout change costs a schedule
+//! that chooses it.
 
 use super::{BLayout, Config, Inputs, KernelFamily, Tools, Workspace};
 use crate::gpu::launch::{self, ElementwiseOperands};
@@ -93,7 +96,9 @@ impl KernelFamily for MmaSync {
     }
 
     fn label(&self, c: &Config) -> String {
-        let label = format!("{}x{}x{} w{}x{} s{}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages);
+        let kmajor = if c.b_layout == BLayout::KMajor { " bk" } else { "" };
+        let label =
+            format!("{}x{}x{} w{}x{} s{}{kmajor}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages);
         with_epilogue(label, c)
     }
 
@@ -141,6 +146,9 @@ pub(super) struct MatmulWorkspace<'a> {
     epilogue: Option<ElementwiseKind>,
     /// How each set's `B` is stored.
     pub(super) b_layout: BLayout,
+    /// Where a kernel that reads `B` row-major gets a K-major `B`
+    /// transposed (allocated at its first launch).
+    row_major_b: Option<CudaSlice<u16>>,
     /// Its second operand per input set (`C`'s shape; empty where it has
     /// none).
     seconds: Vec<CudaSlice<u16>>,
@@ -176,7 +184,17 @@ impl<'a> MatmulWorkspace<'a> {
         }
         let out = stream.alloc_zeros::<u16>(c_len)?;
         let b_layout = inputs.b_layout;
-        let mut ws = MatmulWorkspace { tools, dims: dims(op), sets, epilogue, b_layout, seconds, out, reference: None };
+        let mut ws = MatmulWorkspace {
+            tools,
+            dims: dims(op),
+            sets,
+            epilogue,
+            b_layout,
+            row_major_b: None,
+            seconds,
+            out,
+            reference: None,
+        };
         if inputs.reference {
             // cuBLAS on the first set, itself checked on a sample against
             // fp64 on the CPU, then the fused operation in fp64.
@@ -237,14 +255,30 @@ impl Workspace for MatmulWorkspace<'_> {
     }
 
     fn launch(&mut self, f: &CudaFunction, c: &Config, cfg: LaunchConfig, set: usize) -> Result<(), DriverError> {
-        let [m, n, k, _] = self.dims;
+        let [m, n, k, batch] = self.dims;
         let stream = self.tools.gpu.stream.clone();
-        if c.b_layout != BLayout::NMajor {
-            // This kernel reads B row-major only (the plan never asks).
-            return Err(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
+        if c.b_layout == BLayout::NMajor {
+            let (a, b, e, out) = self.operands(c, set)?;
+            return launch::gemm_f16(&stream, f, cfg, a, b, launch::Output { c: out, e }, [m, n, k]);
         }
-        let (a, b, e, out) = self.operands(c, set)?;
-        launch::gemm_f16(&stream, f, cfg, a, b, launch::Output { c: out, e }, [m, n, k])
+        // This kernel reads B row-major: a K-major B is transposed first,
+        // and timed with the product, as a schedule would run the two.
+        let mut row_major = match self.row_major_b.take() {
+            Some(buffer) => buffer,
+            None => {
+                let [_, n, k, batch] = self.dims.map(|d| d as usize);
+                stream.alloc_zeros::<u16>(batch * k * n)?
+            }
+        };
+        let mut run = || {
+            let (_, b) = &self.sets[set % self.sets.len()];
+            self.tools.support.transpose_f16(b, &mut row_major, [n, k, batch])?;
+            let (a, _, e, out) = self.operands(c, set)?;
+            launch::gemm_f16(&stream, f, cfg, a, &row_major, launch::Output { c: out, e }, [m, n, k])
+        };
+        let result = run();
+        self.row_major_b = Some(row_major);
+        result
     }
 
     fn check(&self) -> Result<Result<f64, String>, DriverError> {

@@ -8,7 +8,8 @@
 //! `split_k` splits of the reduction per tile. Runs on
 //! the matmul's workspace (same inputs, reference and cuBLAS baseline),
 //! with a tensor map of A and of B per input set, and, for split-K, the
-//! fp32 partial sums and the tiles' arrival counters.
+//! fp32 partial sums and the tiles' arrival counters. A `B` stored K-major
+//! is read as it is (`B_KMAJOR`: its tensor map in boxes like A's).
 
 use super::matmul::{dims, MatmulWorkspace};
 use super::{BLayout, Config, Inputs, KernelFamily, Tools, Workspace};
@@ -74,10 +75,6 @@ impl KernelFamily for TmaWgmma {
         .chain(super::matmul::epilogue_define(c))
         .chain((c.b_layout == BLayout::KMajor).then(|| ("B_KMAJOR".to_string(), 1)))
         .collect()
-    }
-
-    fn reads(&self, _layout: BLayout) -> bool {
-        true
     }
 
     fn label(&self, c: &Config) -> String {
@@ -312,13 +309,11 @@ mod tests {
     }
 
     #[test]
-    fn a_k_major_b_is_its_own_program_read_by_this_family_alone() {
+    fn a_k_major_b_is_its_own_program() {
         let hopper = spec(SpaceKind::Hopper);
         let op = mm(4096, 4096, 4096, 1);
         let base = TmaWgmma.configs(&hopper, &op)[0];
         let kmajor = base.with_b_layout(BLayout::KMajor);
-        assert!(TmaWgmma.reads(BLayout::KMajor) && TmaWgmma.reads(BLayout::NMajor));
-        assert!(!super::super::matmul::MmaSync.reads(BLayout::KMajor));
         assert!(TmaWgmma.defines(&kmajor).contains(&("B_KMAJOR".into(), 1)));
         assert!(!TmaWgmma.defines(&base).iter().any(|(d, _)| d == "B_KMAJOR"));
         assert_ne!(TmaWgmma.program(&kmajor), TmaWgmma.program(&base));

@@ -108,12 +108,6 @@ pub trait KernelFamily: Sync {
         false
     }
 
-    /// Whether its kernel reads a matmul's `B` stored as `layout` (every
-    /// family reads the default).
-    fn reads(&self, layout: BLayout) -> bool {
-        layout == BLayout::NMajor
-    }
-
     /// The program of configuration `c`: the source with its options.
     fn program(&self, c: &Config) -> Program {
         Program { source: self.source(), defines: self.defines(c), arch_specific: self.arch_specific() }

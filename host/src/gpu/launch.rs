@@ -122,7 +122,8 @@ pub fn rows_f32(
 }
 
 /// `transpose(const half_t* X, half_t* Y, int rows, int cols)`: `Y` (`cols
-/// x rows`) the transpose of `X` (`rows x cols`).
+/// x rows`) the transpose of `X` (`rows x cols`), each of the grid's `z`
+/// matrices of a batch.
 pub fn transpose_f16(
     stream: &Arc<CudaStream>,
     f: &CudaFunction,

@@ -103,6 +103,22 @@ impl Support {
         launch::elementwise_apply(&self.stream, &f, kind_code(kind), y, e)
     }
 
+    /// `y`, `batch` matrices of `cols x rows`, the transposes of the
+    /// `rows x cols` matrices of `x` (`kernels/transpose.cu`'s tiles).
+    pub fn transpose_f16(
+        &self,
+        x: &CudaSlice<u16>,
+        y: &mut CudaSlice<u16>,
+        [rows, cols, batch]: [u32; 3],
+    ) -> Result<(), DriverError> {
+        let cfg = LaunchConfig {
+            grid_dim: (cols.div_ceil(32), rows.div_ceil(32), batch),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        };
+        launch::transpose_f16(&self.stream, &self.function("transpose_batched")?, cfg, x, y, [rows, cols])
+    }
+
     /// `out` against `reference`, fp16: the relative error
     /// `||out - ref|| / ||ref||`, or why the output is unusable.
     pub fn relative_error_f16(

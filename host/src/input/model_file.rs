@@ -18,7 +18,8 @@
 //! {"layers": [
 //!   {"name": "q", "kind": "matmul", "m": 512, "n": 512, "k": 512, "inputs": []},
 //!   {"name": "k", "kind": "matmul", "m": 512, "n": 512, "k": 512, "inputs": []},
-//!   {"name": "scores", "kind": "matmul", "m": 512, "n": 512, "k": 512, "inputs": ["q", "k"]}
+//!   {"name": "scores", "kind": "matmul", "m": 512, "n": 512, "k": 64, "batch": 8,
+//!    "inputs": ["q", "k"], "transpose_b": true}
 //! ]}
 //! ```
 //!
@@ -34,7 +35,9 @@
 //!   [`hwwfc_core::layer::LAYER_NAME_CAPACITY`] bytes) and a `kind`:
 //!   - `matmul`: `batch` independent products `C[m,n] = A[m,k] B[k,n]`;
 //!     fields `m`, `n`, `k` (required), `batch` (default 1), `dtype`
-//!     (`f16`, `bf16` or `f32`; default `f16`);
+//!     (`f16`, `bf16` or `f32`; default `f16`), `transpose_b` (default
+//!     false: `B` is the transpose of its last input's output, as the
+//!     scores `Q K^T` read K; with one or two inputs, the first is `A`);
 //!   - `softmax`: a softmax over each row of a `rows x cols` matrix;
 //!     fields `rows`, `cols` (required), `dtype` (default `f32`);
 //!   - `add` (`a + b`), `silu_mul` (`silu(a) * b`), `gelu`, `norm` (a row
@@ -75,7 +78,8 @@ Model file format (--model FILE):
   names its inputs: \"inputs\": [\"q\", \"k\"] (earlier layers, at most {MAX_INPUTS}; [] for
   the model's input), which makes the model a DAG. The model's `name` defaults to the
   file's stem; layer names are unique, at most {LAYER_NAME_CAPACITY} bytes.
-  matmul: m, n, k required; batch defaults to 1; dtype (f16, bf16, f32) to f16.
+  matmul: m, n, k required; batch defaults to 1; dtype (f16, bf16, f32) to f16;
+  \"transpose_b\": true when B is the transpose of the last input's output (Q K^T).
   softmax: rows, cols required; dtype defaults to f32.
   add, silu_mul, gelu, norm (elementwise; norm: RMSNorm or LayerNorm): rows, cols
   required; dtype defaults to f16. The first input is the one an epilogue may fuse.
@@ -173,6 +177,8 @@ struct MatMulFields {
     batch: u32,
     #[serde(default = "f16")]
     dtype: DType,
+    #[serde(default)]
+    transpose_b: bool,
 }
 
 /// The shape fields of a `softmax` layer.
@@ -220,7 +226,8 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedModel> {
     let mut graph = HostGraph::new();
     let mut names: Vec<String> = Vec::new();
     for (i, layer) in layers.into_iter().enumerate() {
-        let (layer_name, op, inputs) = parse_layer(i, layer).map_err(|e| anyhow!("{file}: {e}"))?;
+        let ParsedLayer { name: layer_name, op, inputs, transpose_b } =
+            parse_layer(i, layer).map_err(|e| anyhow!("{file}: {e}"))?;
         let label = format!("layer {i} (`{layer_name}`)");
         if let Some(error) = overflowing_shape(&op) {
             bail!("{file}: {label}: {error}");
@@ -247,6 +254,13 @@ pub fn from_json(value: Value, path: &Path) -> Result<LoadedModel> {
             }
             other => anyhow!("{file}: {other}"),
         })?;
+        if transpose_b {
+            graph.transpose_b(i).map_err(|_| {
+                anyhow!(
+                    "{file}: {label}: field `transpose_b`: only a matmul with one or two inputs reads its B transposed"
+                )
+            })?;
+        }
         names.push(layer_name);
     }
     graph.validate().map_err(|e| anyhow!("{file}: {e}"))?;
@@ -269,9 +283,19 @@ fn input_indices(list: &[String], names: &[String]) -> Result<Vec<usize>, String
     Ok(indices)
 }
 
+/// A layer as its file gives it.
+struct ParsedLayer {
+    name: String,
+    op: Op,
+    /// The names of its inputs, if it names them.
+    inputs: Option<Vec<String>>,
+    /// Whether a matmul reads its `B` transposed.
+    transpose_b: bool,
+}
+
 /// Parses layer `i` (its name, its operation, its inputs if it names
 /// them); the error is prefixed with the layer.
-fn parse_layer(i: usize, value: Value) -> Result<(String, Op, Option<Vec<String>>), String> {
+fn parse_layer(i: usize, value: Value) -> Result<ParsedLayer, String> {
     let Value::Object(mut object) = value else {
         return Err(format!("layer {i}: expected an object, found {}", json::type_name(&value)));
     };
@@ -308,9 +332,11 @@ fn parse_layer(i: usize, value: Value) -> Result<(String, Op, Option<Vec<String>
         }
     };
     let fields = Value::Object(object);
+    let mut transpose_b = false;
     let op = match kind.as_str() {
         "matmul" => {
             let f: MatMulFields = json::from_value(fields).map_err(|e: FieldError| format!("{label}: {e}"))?;
+            transpose_b = f.transpose_b;
             Op::MatMul { m: f.m, n: f.n, k: f.k, batch: f.batch, dtype: f.dtype }
         }
         "softmax" => {
@@ -325,7 +351,7 @@ fn parse_layer(i: usize, value: Value) -> Result<(String, Op, Option<Vec<String>
             None => return Err(format!("{label}: field `kind`: unknown kind `{other}`, expected {KINDS}")),
         },
     };
-    Ok((name, op, inputs))
+    Ok(ParsedLayer { name, op, inputs, transpose_b })
 }
 
 /// A shape whose element counts overflow `u64`: the core's shape check
@@ -375,6 +401,28 @@ mod tests {
         assert_eq!((g.inputs(0), g.inputs(1), g.inputs(2), g.inputs(3)), (&[][..], &[][..], &[0, 1][..], &[2][..]));
         let chain = json!({"layers": [{"name": "a", "kind": "softmax", "rows": 8, "cols": 8}, mm("b", json!(["a"]))]});
         assert!(from_json(chain, Path::new("c.json")).unwrap().graph.is_chain());
+    }
+
+    #[test]
+    fn a_matmul_may_read_its_b_transposed() {
+        let mm = |name: &str, inputs: Value| json!({"name": name, "kind": "matmul", "m": 8, "n": 8, "k": 8, "inputs": inputs});
+        let mut scores = mm("s", json!(["q", "k"]));
+        scores["transpose_b"] = json!(true);
+        let g = from_json(json!({"layers": [mm("q", json!([])), mm("k", json!([])), scores]}), Path::new("d.json"))
+            .unwrap()
+            .graph;
+        assert_eq!(g.layers().iter().map(|l| l.transposed_b).collect::<Vec<_>>(), [false, false, true]);
+        // Not on a matmul of no inputs, and not on a softmax.
+        let mut lone = mm("a", json!([]));
+        lone["transpose_b"] = json!(true);
+        let e = error_of(json!({ "layers": [lone] }));
+        assert_eq!(
+            e,
+            "m.json: layer 0 (`a`): field `transpose_b`: only a matmul with one or two inputs reads its B transposed"
+        );
+        let e =
+            error_of(json!({"layers": [{"name": "t", "kind": "softmax", "rows": 8, "cols": 8, "transpose_b": true}]}));
+        assert!(e.contains("unknown field `transpose_b`"), "{e}");
     }
 
     #[test]

@@ -19,7 +19,8 @@
 //! A matmul's `b_layout` says how `B` is stored: `n_major` (`k x n`,
 //! row-major, the default) or `k_major` (its `n x k` transpose, row-major,
 //! as PyTorch stores a Linear layer's weight and attention reads `K` in
-//! `Q K^T`); only the Hopper family reads `k_major`.
+//! `Q K^T`): the Hopper family reads it as it is, the `mma.sync` family
+//! transposes it first, timed with the product.
 //! `batch` (independent products, as attention heads) defaults to 1. Names must be
 //! unique; every size at least 1, and every tensor (and every copy) under 4 GiB.
 //!

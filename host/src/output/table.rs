@@ -102,7 +102,7 @@ pub fn render(v: &ScheduleView<'_>) -> String {
         let s = &choice.state;
         rows.push(vec![
             layer.name.to_string(),
-            describe::op(&layer.op),
+            describe::layer(layer),
             describe::tile(s),
             describe::warps(s),
             s.stages.to_string(),

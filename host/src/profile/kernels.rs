@@ -2,9 +2,11 @@
 //! layer scheduled in its producer's epilogue ([`Placement::Epilogue`]),
 //! which runs inside that matmul's kernel (the matmul's workload and
 //! configuration carry the operation, and its name becomes
-//! `producer+layer`).
+//! `producer+layer`). A matmul that reads its `B` transposed gets it
+//! K-major, as the graph's producer wrote it: the Hopper kernel reads it
+//! so, the `mma.sync` kernel transposes it first, both timed.
 
-use crate::family::Config;
+use crate::family::{BLayout, Config};
 use crate::input::workload_file::Workload;
 use anyhow::{bail, Result};
 use hwwfc_core::{Graph, Op, Placement, State, StateIndex};
@@ -42,12 +44,14 @@ pub fn of_schedule<const L: usize>(
         }
         let w = match layer.op {
             Op::MatMul { m, n, k, batch, .. } => {
-                Workload::MatMul { name, m, n, k, batch, epilogue: None, b_layout: Default::default() }
+                // A B read transposed arrives K-major (`Q K^T`'s K).
+                let b_layout = if layer.transposed_b { BLayout::KMajor } else { BLayout::NMajor };
+                Workload::MatMul { name, m, n, k, batch, epilogue: None, b_layout }
             }
             Op::Softmax { rows, cols, .. } => Workload::Softmax { name, rows, cols },
             Op::Elementwise { kind, rows, cols, .. } => Workload::Elementwise { name, op: kind, rows, cols },
         };
-        let c = Config::new(*index, state).with_elementwise(w.elementwise());
+        let c = Config::new(*index, state).with_elementwise(w.elementwise()).with_b_layout(w.b_layout());
         kernels.push(Some((w, c)));
     }
     Ok(kernels.into_iter().flatten().collect())
@@ -95,6 +99,26 @@ mod tests {
         // The unfused add is its own kernel, computing its operation.
         assert_eq!(kernels[3].1.elementwise, Some(ElementwiseKind::Add));
         assert!(matches!(kernels[3].0, Workload::Elementwise { op: ElementwiseKind::Add, .. }));
+    }
+
+    #[test]
+    fn a_matmul_that_reads_b_transposed_runs_on_a_k_major_b() {
+        let mut g: Graph<HOST_MAX_LAYERS> = Graph::new();
+        g.push_with_inputs("q", mm(64, 128, 32), &[]).unwrap();
+        g.push_with_inputs("k", mm(64, 128, 32), &[]).unwrap();
+        g.push_with_inputs("scores", mm(64, 64, 128), &[0, 1]).unwrap();
+        g.transpose_b(2).unwrap();
+        let s = some_state();
+        let kernels = of_schedule(&g, &[(0, s), (0, s), (0, s)]).unwrap();
+        let layouts: Vec<_> = kernels.iter().map(|(w, c)| (w.b_layout(), c.b_layout)).collect();
+        assert_eq!(
+            layouts,
+            [
+                (BLayout::NMajor, BLayout::NMajor),
+                (BLayout::NMajor, BLayout::NMajor),
+                (BLayout::KMajor, BLayout::KMajor)
+            ]
+        );
     }
 
     #[test]

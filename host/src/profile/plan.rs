@@ -43,12 +43,8 @@ pub fn every_task(opts: &Options, spec: &HardwareSpec) -> Plan {
         let mut tasks = Vec::new();
         match w.op() {
             Some(op) => {
-                // The families that read B as the workload stores it.
                 let (elementwise, b_layout) = (w.elementwise(), w.b_layout());
-                let all: Vec<_> = family::configs(spec, &op)
-                    .into_iter()
-                    .filter(|c| family::for_config(op.kind(), c).reads(b_layout))
-                    .collect();
+                let all = family::configs(spec, &op);
                 let chosen = match &opts.select {
                     Some(select) => select(spec, &op, all),
                     None => all,
