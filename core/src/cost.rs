@@ -659,9 +659,17 @@ pub fn edge_needs_rewrite(prev: &State, next: &State, transposed: bool) -> bool 
 }
 
 /// Transition cost of the tensor of `bytes` between a producer in `prev`
-/// and a consumer in `next`, in microseconds.
-pub fn transition_cost(spec: &HardwareSpec, k: &Coefficients, bytes: u64, prev: &State, next: &State) -> f32 {
-    if needs_rewrite(prev, next) {
+/// and a consumer in `next`, on an edge that carries a matmul's `B`
+/// transposed where `transposed` ([`edge_needs_rewrite`]), in
+/// microseconds.
+pub fn transition_cost(
+    spec: &HardwareSpec,
+    k: &Coefficients,
+    bytes: u64,
+    (prev, next): (&State, &State),
+    transposed: bool,
+) -> f32 {
+    if edge_needs_rewrite(prev, next, transposed) {
         rewrite_cost(spec, k, bytes)
     } else {
         0.0

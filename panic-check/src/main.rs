@@ -95,7 +95,8 @@ fn run<const L: usize, const W: usize>(input: &[u8]) -> u32 {
             score += resource::usage(&op, &choice.state).sram_bytes;
             score += space::applicable(&op, &choice.state) as u32;
             score += space::index_of(spec.space, op.kind(), &choice.state).unwrap_or(0) as u32;
-            score += cost::transition_cost(&spec, &k, op.output_bytes(), &choice.state, &choice.state).to_bits();
+            score +=
+                cost::transition_cost(&spec, &k, op.output_bytes(), (&choice.state, &choice.state), true).to_bits();
             score += cost::input_bytes(&op) as u32;
             score += op.validate().is_ok() as u32;
         }

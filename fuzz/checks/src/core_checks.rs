@@ -174,7 +174,7 @@ fn states_from_outside(s: &Schedule<64>) {
                 let _ = hwwfc_core::cost::occupancy(spec, op, &c.state);
                 let _ = hwwfc_core::cost::grid(spec, op, &c.state);
                 let _ = hwwfc_core::cost::unary_cost(spec, &k, op, &c.state);
-                let _ = hwwfc_core::cost::transition_cost(spec, &k, op.output_bytes(), &prev, &c.state);
+                let _ = hwwfc_core::cost::transition_cost(spec, &k, op.output_bytes(), (&prev, &c.state), true);
                 let _ = (space::applicable(op, &c.state), space::index_of(spec.space, op.kind(), &c.state));
             }
         }
