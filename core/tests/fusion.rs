@@ -3,6 +3,8 @@
 //! edge, the cost of a fused layer against its own kernel, and the solvers
 //! against the exhaustive oracle on small graphs with fusion.
 
+mod support;
+
 use hwwfc_core::constraint::{self, Constraint};
 use hwwfc_core::cost::{self, Coefficients};
 use hwwfc_core::graph::Graph;
@@ -15,17 +17,7 @@ const L: usize = 64;
 
 /// An H200's limits in the Hopper space.
 fn hopper() -> HardwareSpec {
-    let mut s = presets::stress_gpu();
-    s.space = SpaceKind::Hopper;
-    s.sram_per_block_bytes = 232_448;
-    s.sram_per_sm_bytes = 233_472;
-    s.alignment_bytes = 16;
-    s.sm_count = 132;
-    s.max_threads_per_block = 1024;
-    s.max_threads_per_sm = 2048;
-    s.max_blocks_per_sm = 32;
-    s.registers_per_sm = 65_536;
-    s
+    support::hopper_limits()
 }
 
 fn mm(m: u32, n: u32, k: u32) -> Op {

@@ -2,24 +2,16 @@
 //! the TMA family's states obey the kernel's layout, and the constraints
 //! remove them where the TMA cannot describe the operands.
 
+mod support;
+
 use hwwfc_core::constraint::{self, Constraint};
 use hwwfc_core::cost::{self, Coefficients};
 use hwwfc_core::space::{self, SpaceKind};
-use hwwfc_core::{presets, resource, DType, HardwareSpec, Op, OpKind, Placement, State};
+use hwwfc_core::{resource, DType, HardwareSpec, Op, OpKind, Placement, State};
 
 /// An H200's limits (as the device reports them) in the Hopper space.
 fn hopper() -> HardwareSpec {
-    let mut s = presets::stress_gpu();
-    s.space = SpaceKind::Hopper;
-    s.sram_per_block_bytes = 232_448;
-    s.sram_per_sm_bytes = 233_472;
-    s.alignment_bytes = 16;
-    s.sm_count = 132;
-    s.max_threads_per_block = 1024;
-    s.max_threads_per_sm = 2048;
-    s.max_blocks_per_sm = 32;
-    s.registers_per_sm = 65_536;
-    s
+    support::hopper_limits()
 }
 
 fn mm(m: u32, n: u32, k: u32, dtype: DType) -> Op {

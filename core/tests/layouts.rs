@@ -4,9 +4,10 @@
 //! scores so, the solvers price it, and the flag is refused where it
 //! cannot apply.
 
+mod support;
+
 use hwwfc_core::cost::{self, Coefficients};
 use hwwfc_core::graph::{Graph, GraphError};
-use hwwfc_core::space::SpaceKind;
 use hwwfc_core::{exact, exhaustive, models, presets};
 use hwwfc_core::{DType, HardwareSpec, Op, Placement, Problem, ScheduleProblem};
 
@@ -14,17 +15,7 @@ const L: usize = 64;
 
 /// An H200's limits in the Hopper space.
 fn hopper() -> HardwareSpec {
-    let mut s = presets::stress_gpu();
-    s.space = SpaceKind::Hopper;
-    s.sram_per_block_bytes = 232_448;
-    s.sram_per_sm_bytes = 233_472;
-    s.alignment_bytes = 16;
-    s.sm_count = 132;
-    s.max_threads_per_block = 1024;
-    s.max_threads_per_sm = 2048;
-    s.max_blocks_per_sm = 32;
-    s.registers_per_sm = 65_536;
-    s
+    support::hopper_limits()
 }
 
 fn mm(m: u32, n: u32, k: u32, batch: u32) -> Op {

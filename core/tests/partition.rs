@@ -2,24 +2,17 @@
 //! as specs: what they keep, what they scale, what the constraints and the
 //! cost model make of them, and the partitions refused.
 
+mod support;
+
 use hwwfc_core::constraint::{self, Constraint};
 use hwwfc_core::cost::{self, Coefficients};
 use hwwfc_core::space::{self, SpaceKind};
 use hwwfc_core::spec::PartitionError;
-use hwwfc_core::{presets, resource, DType, HardwareSpec, Op, OpKind};
+use hwwfc_core::{resource, DType, HardwareSpec, Op, OpKind};
 
 /// An H200's limits in the Hopper space.
 fn h200() -> HardwareSpec {
-    let mut s = presets::stress_gpu();
-    s.space = SpaceKind::Hopper;
-    s.sram_per_block_bytes = 232_448;
-    s.sram_per_sm_bytes = 233_472;
-    s.alignment_bytes = 16;
-    s.sm_count = 132;
-    s.max_threads_per_block = 1024;
-    s.max_threads_per_sm = 2048;
-    s.max_blocks_per_sm = 32;
-    s.registers_per_sm = 65_536;
+    let mut s = support::hopper_limits();
     s.peak_tflops.f16 = 989.4;
     s.peak_tflops.bf16 = 989.4;
     s.peak_tflops.f32 = 66.9;

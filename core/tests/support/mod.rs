@@ -6,7 +6,8 @@
 
 #![allow(dead_code)]
 
-use hwwfc_core::{Domain, Problem, StateIndex};
+use hwwfc_core::space::SpaceKind;
+use hwwfc_core::{presets, Domain, HardwareSpec, Problem, StateIndex};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -370,4 +371,20 @@ pub fn sample<S: Strategy>(strategy: &S, seed: u64, count: usize) -> Vec<S::Valu
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
     let mut runner = TestRunner::new_with_rng(Config::default(), rng);
     (0..count).map(|_| strategy.new_tree(&mut runner).expect("strategy rejected its own input").current()).collect()
+}
+
+/// An H200's limits (as the device reports them) in the Hopper space, on
+/// `stress_gpu`'s rates.
+pub fn hopper_limits() -> HardwareSpec {
+    let mut s = presets::stress_gpu();
+    s.space = SpaceKind::Hopper;
+    s.sram_per_block_bytes = 232_448;
+    s.sram_per_sm_bytes = 233_472;
+    s.alignment_bytes = 16;
+    s.sm_count = 132;
+    s.max_threads_per_block = 1024;
+    s.max_threads_per_sm = 2048;
+    s.max_blocks_per_sm = 32;
+    s.registers_per_sm = 65_536;
+    s
 }
