@@ -41,8 +41,11 @@ pub struct WorkloadData {
     pub op: Op,
     /// One sample per configuration measured in some run.
     pub samples: Vec<Sample>,
-    /// Spearman's rho between the first two runs over the configurations
-    /// both measured (the noise ceiling).
+    /// Spearman's rho between two measurements of each configuration
+    /// measured twice (the first two runs that measured it: a corpus whose
+    /// first run is split by kernel family over two folders pairs each
+    /// family's with the second run), over those configurations: the noise
+    /// ceiling.
     pub retest_rho: Option<f64>,
 }
 
@@ -188,9 +191,9 @@ pub fn group(runs: &[Vec<Record>]) -> Vec<WorkloadData> {
         let Some(op) = workload.op() else { continue };
         let both: Vec<(f64, f64)> = configs
             .values()
-            .filter_map(|(_, times)| match times.as_slice() {
-                [Some(a), Some(b), ..] => Some((*a, *b)),
-                _ => None,
+            .filter_map(|(_, times)| {
+                let mut measured = times.iter().flatten();
+                Some((*measured.next()?, *measured.next()?))
             })
             .collect();
         let retest_rho = (both.len() > 2).then(|| {
@@ -263,5 +266,25 @@ mod tests {
         assert_eq!(w.samples[3].times_us, vec![13.0, 12.0]);
         // Over the four both runs measured: 1 - 6 * (1 + 1) / (4 * 15).
         assert!((w.retest_rho.unwrap() - 0.8).abs() < 1e-9, "{:?}", w.retest_rho);
+    }
+
+    #[test]
+    fn the_retest_pairs_each_family_with_the_run_that_measured_it_again() {
+        // A first run split by family over two folders (mma.sync, then
+        // TMA), and a second run of both: each configuration's two times.
+        let mma: Vec<Record> = (0..3).map(|i| rec(i, 10.0 + i as f64)).collect();
+        let tma: Vec<Record> = (500..503).map(|i| rec(i, 1.0 + (i - 500) as f64)).collect();
+        let again: Vec<Record> = [(0, 10.0), (1, 12.0), (2, 11.0), (500, 1.0), (501, 2.0), (502, 3.0)]
+            .iter()
+            .map(|&(i, t)| rec(i, t))
+            .collect();
+        let data = group(&[mma, tma, again]);
+        let w = &data[0];
+        assert_eq!(w.samples.len(), 6);
+        // Six pairs, one of them (configurations 1 and 2) swapped: 1 - 6 * 2 / (6 * 35).
+        assert!((w.retest_rho.unwrap() - (1.0 - 12.0 / 210.0)).abs() < 1e-9, "{:?}", w.retest_rho);
+        // Two runs that share no configuration give none.
+        let disjoint = group(&[(0..3).map(|i| rec(i, 1.0)).collect(), (500..503).map(|i| rec(i, 1.0)).collect()]);
+        assert_eq!(disjoint[0].retest_rho, None);
     }
 }
