@@ -444,7 +444,7 @@ impl<const L: usize, const W: usize> ScheduleProblem<L, W> {
     /// Whether the tensor of `edge` is rewritten between `a` and `b`
     /// ([`cost::edge_needs_rewrite`]).
     fn rewrites(&self, edge: usize, a: &State, b: &State) -> bool {
-        cost::edge_needs_rewrite(a, b, self.transposed.get(edge).unwrap_or(false))
+        cost::edge_needs_rewrite(a, b, self.edge_transposed(edge))
     }
 
     /// Whether `edge` carries a matmul's `B` transposed.

@@ -118,8 +118,8 @@ fn check_compile_args(arch: &str, sample: Option<usize>) -> Result<()> {
 /// support kernels and the transpose too) for `arch`, or `sample` of them
 /// spread evenly over the plan's list; an error names each program that
 /// did not compile, with the first lines of NVRTC's log.
+/// The caller has checked `arch` and `sample` ([`check_compile_args`]).
 fn compile_plan(opts: &Options, spec: &hwwfc_core::HardwareSpec, arch: &str, sample: Option<usize>) -> Result<()> {
-    check_compile_args(arch, sample)?;
     // SAFETY: only tries to dlopen the NVRTC library.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(crate::gpu::error::GpuError::NoNvrtc.into());

@@ -24,14 +24,6 @@ impl BLayout {
     pub fn is_n_major(&self) -> bool {
         *self == BLayout::NMajor
     }
-
-    /// Its name in files, such as `k_major`.
-    pub fn name(self) -> &'static str {
-        match self {
-            BLayout::NMajor => "n_major",
-            BLayout::KMajor => "k_major",
-        }
-    }
 }
 
 /// One configuration of a kernel: its index in the core's table and the

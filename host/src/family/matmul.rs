@@ -51,11 +51,13 @@ pub(super) fn epilogue_define(c: &Config) -> Option<(String, u32)> {
     c.elementwise.map(|k| ("EPILOGUE".into(), crate::gpu::support::kind_code(k) as u32))
 }
 
-/// `label` followed by `+` and the fused operation, if any.
-pub(super) fn with_epilogue(label: String, c: &Config) -> String {
+/// `label` followed by ` bk` where `B` is stored K-major, and by `+` and
+/// the fused operation, if any.
+pub(super) fn with_variants(label: String, c: &Config) -> String {
+    let kmajor = if c.b_layout == BLayout::KMajor { " bk" } else { "" };
     match c.elementwise {
-        Some(k) => format!("{label} +{}", k.name()),
-        None => label,
+        Some(k) => format!("{label}{kmajor} +{}", k.name()),
+        None => format!("{label}{kmajor}"),
     }
 }
 
@@ -96,10 +98,8 @@ impl KernelFamily for MmaSync {
     }
 
     fn label(&self, c: &Config) -> String {
-        let kmajor = if c.b_layout == BLayout::KMajor { " bk" } else { "" };
-        let label =
-            format!("{}x{}x{} w{}x{} s{}{kmajor}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages);
-        with_epilogue(label, c)
+        let label = format!("{}x{}x{} w{}x{} s{}", c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n, c.stages);
+        with_variants(label, c)
     }
 
     fn launch(&self, op: &Op, c: &Config, _sm_count: u32) -> LaunchConfig {
@@ -265,10 +265,7 @@ impl Workspace for MatmulWorkspace<'_> {
         // and timed with the product, as a schedule would run the two.
         let mut row_major = match self.row_major_b.take() {
             Some(buffer) => buffer,
-            None => {
-                let [_, n, k, batch] = self.dims.map(|d| d as usize);
-                stream.alloc_zeros::<u16>(batch * k * n)?
-            }
+            None => stream.alloc_zeros::<u16>(batch as usize * k as usize * n as usize)?,
         };
         let mut run = || {
             let (_, b) = &self.sets[set % self.sets.len()];

@@ -80,16 +80,9 @@ impl KernelFamily for TmaWgmma {
     fn label(&self, c: &Config) -> String {
         let split = if c.split_k > 1 { format!(" k{}", c.split_k) } else { String::new() };
         let pingpong = if c.pingpong { " pp" } else { "" };
-        let kmajor = if c.b_layout == BLayout::KMajor { " bk" } else { "" };
-        let label = format!(
-            "{}x{}x{} wg{}{pingpong} s{}{split} tma{kmajor}",
-            c.tile_m,
-            c.tile_n,
-            c.tile_k,
-            consumers(c),
-            c.stages
-        );
-        super::matmul::with_epilogue(label, c)
+        let label =
+            format!("{}x{}x{} wg{}{pingpong} s{}{split} tma", c.tile_m, c.tile_n, c.tile_k, consumers(c), c.stages);
+        super::matmul::with_variants(label, c)
     }
 
     fn launch(&self, op: &Op, c: &Config, sm_count: u32) -> LaunchConfig {
