@@ -144,6 +144,14 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
         report.method,
     );
     text += &report.table();
+    // The bias of the predictions judged: held out where cross-validated.
+    let held = report.held_out_predictions.len() == l.data.workloads.len();
+    let judged: Vec<Vec<f64>> = if held {
+        report.held_out_predictions.clone()
+    } else {
+        l.data.workloads.iter().map(|w| evaluate::predict(&l.spec, k, w)).collect()
+    };
+    text += &super::bias::table(&super::bias::by_class(&l.spec, &l.data, &judged));
     text += "\n![rho per workload](";
     text += &format!(
         "{}/rho.svg)\n\nPredicted against measured time per workload: `{}/<workload>.svg`; every configuration's \
