@@ -301,7 +301,7 @@ impl Grid {
     }
 
     /// Blocks each slot of the busiest SM runs one after another.
-    fn per_slot(&self) -> f32 {
+    pub fn per_slot(&self) -> f32 {
         libm::ceilf(self.blocks_per_sm as f32 / self.occupancy.max(1) as f32)
     }
 }

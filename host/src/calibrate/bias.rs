@@ -45,8 +45,7 @@ fn per_slot_bucket(n: u64) -> &'static str {
 
 /// The class of `state` on `op`.
 pub fn class_of(spec: &HardwareSpec, op: &Op, state: &State) -> String {
-    let g = cost::grid(spec, op, state);
-    let per_slot = g.blocks_per_sm.div_ceil(u64::from(g.occupancy.max(1)));
+    let per_slot = cost::grid(spec, op, state).per_slot() as u64;
     let mut s = format!("{} {}", op.kind().name(), state.placement.name());
     if state.pingpong {
         s += " ping-pong";

@@ -18,11 +18,10 @@
 //! gradient step cannot (held out, leave-one-workload-out on the 30
 //! workloads of `calib-data/h200/run*`: rho 0.934 and the first choice at
 //! 96.9% of the best, against 0.929 and 96.6% with the descent alone);
-//! where the descent finds no
-//! step at all, Nelder-Mead restarts from its best point until it stops
-//! improving. A weak prior around the defaults (see
-//! [`PRIOR_WEIGHT`]) keeps the coefficients the data does not determine
-//! where physics puts them.
+//! where the descent finds no step at all, Nelder-Mead restarts from its
+//! best point until it stops improving. A weak prior around the defaults
+//! (see [`PRIOR_WEIGHT`]) keeps the coefficients the data does not
+//! determine where physics puts them.
 
 use super::dataset::WorkloadData;
 use anyhow::{anyhow, bail, Result};
@@ -134,47 +133,15 @@ impl<'a> Targets<'a> {
         Targets { workloads, log_times }
     }
 
-    /// The loss of `k`, its workloads shared among `threads` threads. The
-    /// per-workload errors are added in workload order whatever the
-    /// threads, so the loss, and so the fit, is the same bits on any
-    /// machine.
-    fn loss(&self, spec: &HardwareSpec, k: &Coefficients, threads: usize) -> f64 {
+    /// `f` of each workload's index, the workloads shared among `threads`
+    /// threads, in workload order whatever the threads.
+    fn per_workload<T: Send + Clone + Default>(&self, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
         let n = self.workloads.len();
-        let mut errors = vec![0.0; n];
+        let mut out = vec![T::default(); n];
         let chunk = n.div_ceil(threads.clamp(1, n.max(1)));
-        if chunk >= n {
-            self.errors(spec, k, 0, &mut errors);
-        } else {
-            std::thread::scope(|s| {
-                for (i, part) in errors.chunks_mut(chunk).enumerate() {
-                    s.spawn(move || self.errors(spec, k, i * chunk, part));
-                }
-            });
-        }
-        errors.iter().sum::<f64>() / n.max(1) as f64
-    }
-
-    /// The weighted residuals of `k`, workload after workload: each
-    /// sample's log error times `1 / sqrt(samples x workloads)`, so that
-    /// their sum of squares is [`Targets::loss`]. The same bits on any
-    /// number of threads.
-    fn residuals(&self, spec: &HardwareSpec, k: &Coefficients, threads: usize) -> Vec<f64> {
-        let n = self.workloads.len();
-        let mut out: Vec<Vec<f64>> = vec![Vec::new(); n];
-        let chunk = n.div_ceil(threads.clamp(1, n.max(1)));
-        let fill = |first: usize, part: &mut [Vec<f64>]| {
-            for (i, r) in part.iter_mut().enumerate() {
-                let (w, log_times) = (self.workloads[first + i], &self.log_times[first + i]);
-                let scale = 1.0 / ((w.samples.len().max(1) * n.max(1)) as f64).sqrt();
-                *r = w
-                    .samples
-                    .iter()
-                    .zip(log_times)
-                    .map(|(s, ln_t)| {
-                        let pred = cost::unary_cost(spec, k, &w.op, &s.state) as f64;
-                        scale * if pred.is_finite() && pred > 0.0 { pred.ln() - ln_t } else { 30.0 }
-                    })
-                    .collect();
+        let fill = |first: usize, part: &mut [T]| {
+            for (i, o) in part.iter_mut().enumerate() {
+                *o = f(first + i);
             }
         };
         if chunk >= n {
@@ -182,26 +149,56 @@ impl<'a> Targets<'a> {
         } else {
             std::thread::scope(|s| {
                 for (i, part) in out.chunks_mut(chunk).enumerate() {
+                    let fill = &fill;
                     s.spawn(move || fill(i * chunk, part));
                 }
             });
         }
-        out.concat()
+        out
     }
 
-    /// The mean squared log error of each workload from `first` on, into
-    /// `out`.
-    fn errors(&self, spec: &HardwareSpec, k: &Coefficients, first: usize, out: &mut [f64]) {
-        for (i, e) in out.iter_mut().enumerate() {
-            let (w, log_times) = (self.workloads[first + i], &self.log_times[first + i]);
-            let mut sum = 0.0;
-            for (s, ln_t) in w.samples.iter().zip(log_times) {
-                let pred = cost::unary_cost(spec, k, &w.op, &s.state) as f64;
-                let r = if pred.is_finite() && pred > 0.0 { pred.ln() - ln_t } else { 30.0 };
-                sum += r * r;
+    /// The log error of `k`'s prediction for each sample of workload `i`
+    /// (30 where the prediction is not a positive number).
+    fn log_errors<'s>(
+        &'s self,
+        spec: &'s HardwareSpec,
+        k: &'s Coefficients,
+        i: usize,
+    ) -> impl Iterator<Item = f64> + 's {
+        let w = self.workloads[i];
+        w.samples.iter().zip(&self.log_times[i]).map(move |(s, ln_t)| {
+            let pred = cost::unary_cost(spec, k, &w.op, &s.state) as f64;
+            if pred.is_finite() && pred > 0.0 {
+                pred.ln() - ln_t
+            } else {
+                30.0
             }
-            *e = sum / w.samples.len().max(1) as f64;
-        }
+        })
+    }
+
+    /// The loss of `k`, its workloads shared among `threads` threads. The
+    /// per-workload errors are added in workload order whatever the
+    /// threads, so the loss, and so the fit, is the same bits on any
+    /// machine.
+    fn loss(&self, spec: &HardwareSpec, k: &Coefficients, threads: usize) -> f64 {
+        let errors = self.per_workload(threads, |i| {
+            let sum = self.log_errors(spec, k, i).fold(0.0, |acc, r| acc + r * r);
+            sum / self.workloads[i].samples.len().max(1) as f64
+        });
+        errors.iter().sum::<f64>() / self.workloads.len().max(1) as f64
+    }
+
+    /// The weighted residuals of `k`, workload after workload: each
+    /// sample's log error times `1 / sqrt(samples x workloads)`, so that
+    /// their sum of squares is [`Targets::loss`]. The same bits on any
+    /// number of threads.
+    fn residuals(&self, spec: &HardwareSpec, k: &Coefficients, threads: usize) -> Vec<f64> {
+        let n = self.workloads.len().max(1);
+        self.per_workload(threads, |i| {
+            let scale = 1.0 / ((self.workloads[i].samples.len().max(1) * n) as f64).sqrt();
+            self.log_errors(spec, k, i).map(|r| scale * r).collect::<Vec<f64>>()
+        })
+        .concat()
     }
 }
 
@@ -263,7 +260,6 @@ fn levenberg_marquardt(
     let residuals = |q: &DVector<f64>| targets.residuals(spec, &coefficients(q, base), opts.threads);
     let mut r = residuals(&p);
     let mut loss = objective(&r, &p, prior);
-    let sqrt_w = PRIOR_WEIGHT.sqrt();
     let mut lambda = 1e-3;
     let (mut iterations, mut steps) = (0, 0);
     while iterations < opts.lm_iters {
@@ -279,10 +275,10 @@ fn levenberg_marquardt(
         let mut jtj = nalgebra::DMatrix::<f64>::zeros(np, np);
         let mut jtr = DVector::<f64>::zeros(np);
         for i in 0..np {
-            jtr[i] = columns[i].iter().zip(&r).map(|(a, b)| a * b).sum::<f64>() + sqrt_w * sqrt_w * (p[i] - prior[i]);
+            jtr[i] = columns[i].iter().zip(&r).map(|(a, b)| a * b).sum::<f64>() + PRIOR_WEIGHT * (p[i] - prior[i]);
             for j in 0..=i {
                 let v = columns[i].iter().zip(&columns[j]).map(|(a, b)| a * b).sum::<f64>()
-                    + if i == j { sqrt_w * sqrt_w } else { 0.0 };
+                    + if i == j { PRIOR_WEIGHT } else { 0.0 };
                 jtj[(i, j)] = v;
                 jtj[(j, i)] = v;
             }
@@ -379,10 +375,9 @@ pub fn fit(spec: &HardwareSpec, start: &Coefficients, workloads: &[&WorkloadData
     let prior = params(&Coefficients::default());
     let lm = levenberg_marquardt(spec, start, &targets, &prior, params(start), opts);
     let (mut best, mut best_loss, mut iterations) = (lm.params, lm.loss, lm.iterations);
-    // Nelder-Mead only where Levenberg-Marquardt found no step down (a
-    // loss flat or broken around the start): after a descent it finds
-    // nothing further (measured on the H200 corpus, 96,924
-    // configurations: 0.0458 either way, in a quarter of the time).
+    // After a descent, one Nelder-Mead run from its end (it leaves a basin
+    // the descent stops in); where the descent found no step down (a loss
+    // flat or broken around the start), the restarts as before.
     let restarts = if lm.steps > 0 { 1 } else { opts.restarts + 1 };
     for _ in 0..restarts {
         // A simplex of unit steps in parameter space around the best point.

@@ -145,13 +145,10 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
     );
     text += &report.table();
     // The bias of the predictions judged: held out where cross-validated.
-    let held = report.held_out_predictions.len() == l.data.workloads.len();
-    let judged: Vec<Vec<f64>> = if held {
-        report.held_out_predictions.clone()
-    } else {
-        l.data.workloads.iter().map(|w| evaluate::predict(&l.spec, k, w)).collect()
-    };
-    text += &super::bias::table(&super::bias::by_class(&l.spec, &l.data, &judged));
+    let predicted: Vec<Vec<f64>> = l.data.workloads.iter().map(|w| evaluate::predict(&l.spec, k, w)).collect();
+    let held_out = report.held_out_predictions.len() == l.data.workloads.len();
+    let judged = if held_out { &report.held_out_predictions } else { &predicted };
+    text += &super::bias::table(&super::bias::by_class(&l.spec, &l.data, judged));
     text += "\n![rho per workload](";
     text += &format!(
         "{}/rho.svg)\n\nPredicted against measured time per workload: `{}/<workload>.svg`; every configuration's \
@@ -165,17 +162,16 @@ pub fn write_files(l: &Loaded, report: &Report, k: &Coefficients, md: &Path, plo
     plot::rho_chart(&plots.join("rho.svg"), report)?;
     // With cross-validation, each workload's prediction by the fit that
     // did not see it as well.
-    let held_out = report.held_out_predictions.len() == l.data.workloads.len();
     let mut csv = String::from(
         "workload,tile_m,tile_n,tile_k,warps_m,warps_n,stages,placement,split_k,pingpong,measured_us,predicted_us",
     );
     csv += if held_out { ",held_out_us\n" } else { "\n" };
     for (i, w) in l.data.workloads.iter().enumerate() {
-        let p = evaluate::predict(&l.spec, k, w);
+        let p = &predicted[i];
         let h = if held_out { report.held_out_predictions.get(i) } else { None };
         let t = w.times();
-        plot::scatter(&plots.join(format!("{}.svg", w.workload.name())), w.workload.name(), &p, &t)?;
-        for (j, ((s, measured), predicted)) in w.samples.iter().zip(&t).zip(&p).enumerate() {
+        plot::scatter(&plots.join(format!("{}.svg", w.workload.name())), w.workload.name(), p, &t)?;
+        for (j, ((s, measured), predicted)) in w.samples.iter().zip(&t).zip(p).enumerate() {
             let st = &s.state;
             csv += &format!(
                 "{},{},{},{},{},{},{},{},{},{},{measured:.3},{predicted:.3}",
