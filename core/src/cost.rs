@@ -102,7 +102,7 @@ use serde::{Deserialize, Serialize};
 /// their meaning): stored in coefficient files, as the JSON wrapper's
 /// `format_version` and as the third header byte of the wire format
 /// ([`crate::wire`]), and required when they are read.
-pub const COEFFICIENTS_VERSION: u8 = 9;
+pub const COEFFICIENTS_VERSION: u8 = 10;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -143,7 +143,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 31;
+pub const COEFFICIENT_COUNT: usize = 34;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -244,6 +244,19 @@ coefficients! {
     /// loads of the row kernels reach: in bytes per flop of the SM's
     /// share of the peak fp16 matrix arithmetic.
     tma_sm_bytes_per_flop = 0.012;
+    /// Latency of one k-step's bulk copy of the Hopper matmul under load,
+    /// from the stage's release to its arrival, in microseconds: a
+    /// pipeline of `stages` buffers waits it once every `stages - 1`
+    /// k-steps.
+    tma_latency_us = 0.9;
+    /// Exponent of the smooth maximum of a Hopper k-step's three times
+    /// (its `wgmma` arithmetic, its load's latency over the stages ahead,
+    /// its bytes through the SM's port), which overlap only in part.
+    tma_step_exponent = 3.0;
+    /// Width of a `wgmma` tile (its N) at which it reaches half of
+    /// `tma_efficiency`: each instruction reads its A rows from shared
+    /// memory whatever its width, so a narrow one spends more per flop.
+    wgmma_n_half = 16.0;
 }
 
 impl Coefficients {
@@ -439,7 +452,11 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // A ping-pong tile is one warpgroup's: four warps over its rows.
     let warps_m = if s.pingpong { 4 } else { s.warps_m.max(1) };
     let warp_area = (bm / warps_m as f32) * (bn / s.warps_n.max(1) as f32);
-    let mma = warp_area / (warp_area + c.warp_tile_half);
+    let mma = if s.placement == Placement::Tma {
+        bn / (bn + c.wgmma_n_half)
+    } else {
+        warp_area / (warp_area + c.warp_tile_half)
+    };
     // A ping-pong block's two consumers take its tiles in turns: with one
     // tile on the SM, one warpgroup computes and the other waits.
     let w = if s.pingpong { 4.0 * (g.blocks_per_sm as f32).min(2.0) } else { resident_warps(g, s) };
@@ -532,9 +549,32 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // hand-over is not hidden (measured: split-K costs a ping-pong state
     // as much as the others).
     let (per_block, last) = if s.pingpong { (overhead + handover, store) } else { (overhead + store + handover, 0.0) };
+    if s.placement == Placement::Tma {
+        let t_main = hopper_chain(spec, c, s, g, [bm * bn * bk * 2.0 / rate_sm, stage_bytes, steps]);
+        let t_main = t_main + g.per_slot() * per_block + last;
+        return smooth_max(c, c.tma_overlap_exponent, g, [t_main, t_memory, 0.0, t_smem]);
+    }
     let t_chain = chain(g, t_steps, t_compute, per_block) + last;
-    let p = if s.placement == Placement::Tma { c.tma_overlap_exponent } else { c.overlap_exponent };
-    smooth_max(c, p, g, [t_compute, t_memory, t_chain, t_smem])
+    smooth_max(c, c.overlap_exponent, g, [t_compute, t_memory, t_chain, t_smem])
+}
+
+/// The Hopper matmul's main loops on the busiest SM, one persistent chain:
+/// its tiles' k-steps one after the other, each taking the smooth maximum
+/// of its `wgmma` arithmetic (`step_compute`, microseconds), its load's
+/// latency shared by the stages ahead and the blocks resident, and its
+/// `stage_bytes` through the SM's port, and the first load's latency once.
+/// Arithmetic and copies run in different warps, so a step costs the
+/// slowest of the three, not their sum (measured on one tile per SM: the
+/// step falls as `1 / (stages - 1)` to the port's floor, then to the
+/// arithmetic of a wide tile).
+fn hopper_chain(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, step: [f32; 3]) -> f32 {
+    let [step_compute, stage_bytes, steps] = step;
+    let latency = c.tma_latency_us / ((s.stages.max(2) - 1) as f32 * g.resident());
+    let port = stage_bytes / sm_draw(spec, c, s);
+    let q = c.tma_step_exponent;
+    let m = step_compute.max(latency).max(port).max(1e-12);
+    let sum = libm::powf(step_compute / m, q) + libm::powf(latency / m, q) + libm::powf(port / m, q);
+    g.blocks_per_sm as f32 * steps * m * libm::powf(sum, 1.0 / q) + c.tma_latency_us
 }
 
 /// What a row kernel does per element: the softmax, an elementwise layer,

@@ -220,3 +220,42 @@ fn ping_pong_takes_two_consumers_each_with_whole_tiles() {
     assert_eq!(constraint::check(&spec, &op, pp), Ok(()));
     assert!(cost::unary_cost(&spec, &Coefficients::default(), &op, pp).is_finite());
 }
+
+#[test]
+fn a_hopper_k_step_waits_its_load_over_the_stages_ahead_down_to_the_ports_floor() {
+    // The H200's rates beside its limits; one 128 x 128 tile on each of 64
+    // SMs, a long reduction: the main loop is all there is.
+    let mut spec = hopper();
+    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
+    spec.dram_bandwidth_gbps = 4800.0;
+    spec.l2_bytes = 62_914_560;
+    let c = Coefficients::default();
+    let op = mm(128, 64 * 128, 16384, DType::F16);
+    let at = |stages: u8| {
+        let s = tma_states()
+            .find(|s| s.tile.m == 128 && s.tile.n == 128 && s.warps_m == 8 && s.stages == stages && !s.pingpong)
+            .unwrap();
+        assert_eq!(constraint::check(&spec, &op, s), Ok(()), "{s:?}");
+        assert_eq!(cost::grid(&spec, &op, s).blocks_per_sm, 1);
+        cost::unary_cost(&spec, &c, &op, s)
+    };
+    let t: Vec<f32> = [2, 3, 4, 6].into_iter().map(at).collect();
+    // Each stage ahead shares the load's latency: the time falls...
+    assert!(t.windows(2).all(|w| w[1] < w[0]), "{t:?}");
+    // ...by about half from one stage ahead to two, and by less and less
+    // once the SM's port, not the latency, bounds a step.
+    let steps = 16384.0 / 64.0;
+    let step_2 = c.tma_latency_us;
+    assert!(t[0] > steps * step_2, "{} against {}", t[0], steps * step_2);
+    assert!((t[0] - t[1]) / t[0] > 0.3, "{t:?}");
+    assert!((t[2] - t[3]) / t[2] < 0.2, "{t:?}");
+    // The arithmetic floor: a wide tile's steps cost at least its wgmma.
+    let wide = tma_states()
+        .find(|s| s.tile.m == 128 && s.tile.n == 256 && s.warps_m == 8 && s.stages == 4 && !s.pingpong)
+        .unwrap();
+    let op = mm(128, 64 * 256, 16384, DType::F16);
+    let per_sm = spec.peak_flop_per_us(DType::F16) / spec.sm_count as f32;
+    let mma = 256.0 / (256.0 + c.wgmma_n_half);
+    let floor = 2.0 * 128.0 * 256.0 * 16384.0 / (per_sm * c.tma_efficiency * mma);
+    assert!(cost::unary_cost(&spec, &c, &op, wide) > floor);
+}

@@ -43,7 +43,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 28] = [
+const FITTED: [(&str, Map); 31] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -72,6 +72,9 @@ const FITTED: [(&str, Map); 28] = [
     ("sm_bytes_per_flop", Map::Positive),
     ("tma_overlap_exponent", Map::AboveOne),
     ("tma_sm_bytes_per_flop", Map::Positive),
+    ("tma_latency_us", Map::Positive),
+    ("tma_step_exponent", Map::AboveOne),
+    ("wgmma_n_half", Map::Positive),
 ];
 
 fn slot(name: &str) -> Option<usize> {
