@@ -184,6 +184,9 @@ fn partitions_are_judged_side_by_side_each_on_its_spec() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("| the whole GPU |") && text.contains("| 16 of 132 SMs, 227 of 227 KiB"), "{text}");
+    // The coefficients' origin heads the tables, saying once that they are not refitted.
+    let head = text.lines().next().unwrap_or_default();
+    assert!(head.starts_with("Coefficients: ") && head.matches("no refit").count() == 1, "{head}");
 }
 
 /// The built-in h200 spec as a file, with `partition` added to it.

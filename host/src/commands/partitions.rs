@@ -10,7 +10,7 @@ use crate::calibrate::report::Means;
 use crate::calibrate::session::{self, Loaded};
 use crate::cli::PartitionsArgs;
 use crate::describe;
-use crate::input::coefficients_file::{self, LoadedCoefficients};
+use crate::input::coefficients_file::{self, LoadedCoefficients, Origin};
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 
@@ -105,7 +105,9 @@ fn argmin(v: &[f64]) -> Option<usize> {
 }
 
 fn tables(judged: &[Judged], k: &LoadedCoefficients) -> String {
-    let mut out = format!("Coefficients: {}, no refit; each partition judged on its own spec.\n\n", k.origin);
+    // A borrowed origin already says that it is not refitted.
+    let refit = if matches!(k.origin, Origin::Borrowed { .. }) { "" } else { ", no refit" };
+    let mut out = format!("Coefficients: {}{refit}; each partition judged on its own spec.\n\n", k.origin);
     out += "| partition | workloads | rho | tau | first choice, share of best | best in top 4 | best in top 8 |\n";
     out += "|---|---|---|---|---|---|---|\n";
     for j in judged {
