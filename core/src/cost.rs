@@ -467,7 +467,6 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let hiding = if s.placement == Placement::Tma { 1.0 } else { latency_hiding(w, c.warps_half) };
     let rate_sm = spec.peak_flop_per_us(dtype) / sms * efficiency * mma * busy * hiding;
     let flops_block = 2.0 * bm * bn * bk * steps;
-    let t_compute = g.blocks_per_sm as f32 * flops_block / rate_sm;
 
     // Memory: tile traffic, what of it reaches DRAM, and the bandwidth the
     // bytes in flight allow. Split-K writes every split's fp32 partial
@@ -488,19 +487,6 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let bw = bandwidth(spec, c, g, s, in_flight);
     let l2_rate = (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c, s));
     let t_memory = (dram / bw).max(traffic / l2_rate);
-
-    // Steps: those a slot runs back to back; a pipeline of `stages`
-    // buffers keeps `stages - 1` loads ahead of the compute.
-    let ahead =
-        if pipelined || s.placement == Placement::Tma { (s.stages.max(2) - 1) as f32 } else { s.stages.max(1) as f32 };
-    let ahead = if scalar_chunks > 0.0 { 1.0 } else { ahead };
-    // Of that wait, the step's own compute (its tile's flops at its share
-    // of the SM) covers all but `wait^2 / (wait + d)`: a large tile's long
-    // step hides its loads with few stages, a small one's does not.
-    let wait = c.step_latency_us / ahead;
-    let d = 2.0 * bm * bn * bk * g.resident() / rate_sm;
-    let wait = wait * wait / (wait + d);
-    let t_steps = g.per_slot() * steps * (wait + scalar_chunks * c.scalar_load_us);
 
     // Shared memory: each warp reads the rows of A and the columns of B of
     // its warp tile from the staged tile, every k-step; a `wgmma`
@@ -554,6 +540,18 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
         let t_main = t_main + g.per_slot() * per_block + last;
         return smooth_max(c, c.tma_overlap_exponent, g, [t_main, t_memory, 0.0, t_smem]);
     }
+    let t_compute = g.blocks_per_sm as f32 * flops_block / rate_sm;
+    // Steps: those a slot runs back to back; a pipeline of `stages`
+    // buffers keeps `stages - 1` loads ahead of the compute.
+    let ahead = if pipelined { (s.stages.max(2) - 1) as f32 } else { s.stages.max(1) as f32 };
+    let ahead = if scalar_chunks > 0.0 { 1.0 } else { ahead };
+    // Of that wait, the step's own compute (its tile's flops at its share
+    // of the SM) covers all but `wait^2 / (wait + d)`: a large tile's long
+    // step hides its loads with few stages, a small one's does not.
+    let wait = c.step_latency_us / ahead;
+    let d = 2.0 * bm * bn * bk * g.resident() / rate_sm;
+    let wait = wait * wait / (wait + d);
+    let t_steps = g.per_slot() * steps * (wait + scalar_chunks * c.scalar_load_us);
     let t_chain = chain(g, t_steps, t_compute, per_block) + last;
     smooth_max(c, c.overlap_exponent, g, [t_compute, t_memory, t_chain, t_smem])
 }
