@@ -386,18 +386,22 @@ fn latency_hiding(w: f32, half: f32) -> f32 {
     w / (w + half)
 }
 
-/// The smooth maximum `(sum t^p)^(1/p)` of the bounds of a body, with the
-/// block-dispatch bound of the grid among them.
-fn smooth_max(c: &Coefficients, p: f32, g: &Grid, terms: [f32; 4]) -> f32 {
-    let dispatch = g.blocks_per_sm as f32 * c.block_dispatch_us;
-    let all = [terms[0], terms[1], terms[2], terms[3], dispatch];
-    let m = all.iter().fold(0.0f32, |a, &b| a.max(b));
+/// The smooth maximum `(sum t^p)^(1/p)` of `terms` (0 where none is
+/// positive), scaled by the largest so that the powers stay in range.
+fn p_norm<const N: usize>(p: f32, terms: [f32; N]) -> f32 {
+    let m = terms.iter().fold(0.0f32, |a, &b| a.max(b));
     if m <= 0.0 {
         return 0.0;
     }
-    // Scale by the largest term so the powers stay in range.
-    let s = all.iter().fold(0.0f32, |acc, &t| acc + libm::powf(t / m, p));
+    let s = terms.iter().fold(0.0f32, |acc, &t| acc + libm::powf(t / m, p));
     m * libm::powf(s, 1.0 / p)
+}
+
+/// The smooth maximum of the bounds of a body, with the block-dispatch
+/// bound of the grid among them.
+fn smooth_max(c: &Coefficients, p: f32, g: &Grid, terms: [f32; 4]) -> f32 {
+    let dispatch = g.blocks_per_sm as f32 * c.block_dispatch_us;
+    p_norm(p, [terms[0], terms[1], terms[2], terms[3], dispatch])
 }
 
 /// Predicted time of `op` in `state`, in microseconds (finite, positive).
@@ -569,10 +573,8 @@ fn hopper_chain(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, step
     let [step_compute, stage_bytes, steps] = step;
     let latency = c.tma_latency_us / ((s.stages.max(2) - 1) as f32 * g.resident());
     let port = stage_bytes / sm_draw(spec, c, s);
-    let q = c.tma_step_exponent;
-    let m = step_compute.max(latency).max(port).max(1e-12);
-    let sum = libm::powf(step_compute / m, q) + libm::powf(latency / m, q) + libm::powf(port / m, q);
-    g.blocks_per_sm as f32 * steps * m * libm::powf(sum, 1.0 / q) + c.tma_latency_us
+    let step = p_norm(c.tma_step_exponent, [step_compute, latency, port]);
+    g.blocks_per_sm as f32 * steps * step + c.tma_latency_us
 }
 
 /// What a row kernel does per element: the softmax, an elementwise layer,

@@ -14,6 +14,15 @@ fn hopper() -> HardwareSpec {
     support::hopper_limits()
 }
 
+/// The H200's rates (specs/h200.json) beside its limits.
+fn h200() -> HardwareSpec {
+    let mut spec = hopper();
+    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
+    spec.dram_bandwidth_gbps = 4800.0;
+    spec.l2_bytes = 62_914_560;
+    spec
+}
+
 fn mm(m: u32, n: u32, k: u32, dtype: DType) -> Op {
     Op::MatMul { m, n, k, batch: 1, dtype }
 }
@@ -152,11 +161,7 @@ fn split_k_stays_within_the_k_blocks_and_belongs_to_the_hopper_family() {
 
 #[test]
 fn split_k_multiplies_the_blocks_and_the_model_splits_only_few_tiles_over_a_long_k() {
-    // The H200's rates (specs/h200.json) beside its limits.
-    let mut spec = hopper();
-    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
-    spec.dram_bandwidth_gbps = 4800.0;
-    spec.l2_bytes = 62_914_560;
+    let spec = h200();
     let c = Coefficients::default();
     let best = |op: &Op, split: bool| {
         split_states()
@@ -223,12 +228,9 @@ fn ping_pong_takes_two_consumers_each_with_whole_tiles() {
 
 #[test]
 fn a_hopper_k_step_waits_its_load_over_the_stages_ahead_down_to_the_ports_floor() {
-    // The H200's rates beside its limits; one 128 x 128 tile on each of 64
-    // SMs, a long reduction: the main loop is all there is.
-    let mut spec = hopper();
-    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
-    spec.dram_bandwidth_gbps = 4800.0;
-    spec.l2_bytes = 62_914_560;
+    // One 128 x 128 tile on each of 64 SMs, a long reduction: the main
+    // loop is all there is.
+    let spec = h200();
     let c = Coefficients::default();
     let op = mm(128, 64 * 128, 16384, DType::F16);
     let at = |stages: u8| {
