@@ -17,8 +17,15 @@ PHASE=${3:-all}
 # WORKLOADS=FILE compares on those workloads (default: the whole corpus,
 # whose exhaustive pass alone takes about half an hour of GPU time).
 W=${WORKLOADS:-calib-data/workloads.json}
-# COEFFICIENTS=FILE ranks with that fit instead of the binary's built-in one.
+# COEFFICIENTS=FILE ranks with that fit instead of the binary's built-in one;
+# OTHER_GPU=1 lets it be a fit of another GPU (--allow-other-gpu).
 C=${COEFFICIENTS:+--coefficients $COEFFICIENTS}
+[ "${OTHER_GPU:-0}" = 1 ] && C="$C --allow-other-gpu"
+# SPEC=NAME: the spec of the end-to-end step (default h200); REFERENCE=DIR:
+# the committed records the exhaustive search is compared with (default
+# calib-data/h200); MEASURE=0 leaves out the end-to-end step.
+SPEC=${SPEC:-h200}
+REFERENCE=${REFERENCE:-calib-data/h200}
 mkdir -p "$O"
 # Everything goes back as one archive, refreshed after each step so that a
 # run cut short still returns what it measured.
@@ -29,7 +36,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 if [ "$PHASE" != triton ]; then
 # The exhaustive search first: it is the reference of the top-k runs, on
 # the same GPU and in the same state.
-"$B" tune --gpu 0 --workloads "$W" --top-k 0 --out "$O/k0" --reference calib-data/h200 $C > "$O/k0.txt" 2>&1
+"$B" tune --gpu 0 --workloads "$W" --top-k 0 --out "$O/k0" --reference "$REFERENCE" $C > "$O/k0.txt" 2>&1
 echo "tune k=0 rc=$?" >> "$O/status.txt"
 pack
 for k in 8 4 8b; do
@@ -42,9 +49,11 @@ done
 "$B" judge --gpu 0 --workloads "$W" --runs "$O/k0" "$O/k4" "$O/k8" "$O/k8b" --passes 5 --out "$O/judge" > "$O/judge.txt" 2>&1
 echo "judge rc=$?" >> "$O/status.txt"
 pack
-"$B" schedule --spec h200 --model llama3-8b-block --measure --measure-out "$O/measure" $C > "$O/measure.txt" 2>&1
+if [ "${MEASURE:-1}" != 0 ]; then
+"$B" schedule --spec "$SPEC" --model llama3-8b-block --measure --measure-out "$O/measure" $C > "$O/measure.txt" 2>&1
 echo "measure rc=$?" >> "$O/status.txt"
 pack
+fi
 fi
 if [ "$PHASE" != ours ]; then
 python3 calib-data/h200/compare/triton_baseline.py "$W" "$O/triton.json" --budget-s "${TRITON_BUDGET_S:-200}" > "$O/triton.txt" 2>&1
@@ -52,6 +61,8 @@ echo "triton rc=$?" >> "$O/status.txt"
 pack
 fi
 [ "$PHASE" = triton ] && exit 0
+# KILL=0 leaves out the kill-and-resume step.
+[ "${KILL:-1}" = 0 ] && exit 0
 # Kill a profiling run with SIGKILL half-way through its big workload (the
 # small one has 295 records, the big one takes tens of seconds), resume it,
 # and check that every (workload, configuration) is recorded exactly once.
