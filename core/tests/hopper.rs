@@ -261,3 +261,44 @@ fn a_hopper_k_step_waits_its_load_over_the_stages_ahead_down_to_the_ports_floor(
     let floor = 2.0 * 128.0 * 256.0 * 16384.0 / (per_sm * c.tma_efficiency * mma);
     assert!(cost::unary_cost(&spec, &c, &op, wide) > floor);
 }
+
+#[test]
+fn an_mma_sync_matmul_streams_its_busiest_sms_blocks_at_that_sms_share_of_dram() {
+    // A decode projection (16 rows) is all weight traffic. 197 blocks of
+    // 16 x 256 put two on 65 of the 132 SMs and one on the rest: the
+    // busiest SMs stream twice the bytes at their share of the DRAM
+    // bandwidth, while 394 blocks of 16 x 128 fall three to an SM, nearly
+    // evenly (measured on the H200: 1.37 times the time, the busiest SM's
+    // bytes 1.34 times).
+    let spec = h200();
+    let c = Coefficients::default();
+    let pick = |n: u16| {
+        space::states(SpaceKind::Hopper, OpKind::MatMul)
+            .iter()
+            .find(|s| {
+                s.placement == Placement::Pipelined
+                    && s.tile.m == 16
+                    && s.tile.n == n
+                    && s.tile.k == 64
+                    && s.stages == 3
+                    && s.warps_m == 1
+                    && s.warps_n == 2
+            })
+            .unwrap()
+    };
+    let (wide, narrow) = (pick(256), pick(128));
+    let ratio = |n: u32| {
+        let op = mm(16, n, 4096, DType::F16);
+        let t = |s: &State| {
+            assert_eq!(constraint::check(&spec, &op, s), Ok(()), "{s:?}");
+            cost::unary_cost(&spec, &c, &op, s)
+        };
+        t(wide) / t(narrow)
+    };
+    let uneven = ratio(197 * 256);
+    assert!(uneven > 1.2, "{uneven}");
+    // Two wide blocks on every SM, four narrow ones: the same bytes on
+    // each SM either way.
+    let even = ratio(264 * 256);
+    assert!((even - 1.0).abs() < 0.1, "{even}");
+}

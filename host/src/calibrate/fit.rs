@@ -43,7 +43,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 31] = [
+const FITTED: [(&str, Map); 32] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -75,6 +75,7 @@ const FITTED: [(&str, Map); 31] = [
     ("tma_latency_us", Map::Positive),
     ("tma_step_exponent", Map::AboveOne),
     ("wgmma_n_half", Map::Positive),
+    ("pingpong_efficiency", Map::Share),
 ];
 
 fn slot(name: &str) -> Option<usize> {
