@@ -257,12 +257,13 @@ coefficients! {
     /// `tma_efficiency`: each instruction reads its A rows from shared
     /// memory whatever its width, so a narrow one spends more per flop.
     wgmma_n_half = 16.0;
-    /// Share of the Hopper matmul's rate that a ping-pong consumer
-    /// reaches, computing its whole tile with one warpgroup while the
-    /// other waits its turn (measured on the same tile and stages over 16
-    /// or more k-steps: ping-pong takes 1.01 to 1.03 times the time of
-    /// two consumers on one tile, where the other terms price it 0.99 to
-    /// 1.0 times; the fit leaves it near this default).
+    /// Share of the Hopper matmul's rate that a ping-pong consumer of a
+    /// 128-row tile reaches, issuing both 64-row halves of each k-step
+    /// with one warpgroup and holding all of the tile's accumulators
+    /// (measured on the same 128-row tile and stages over 16 or more
+    /// k-steps: ping-pong takes 1.01 to 1.03 times the time of two
+    /// consumers, where the other terms price it 0.99 to 1.0 times; the
+    /// fit leaves it near this default).
     pingpong_efficiency = 0.97;
 }
 
@@ -473,8 +474,9 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let w = if s.pingpong { 4.0 * (g.blocks_per_sm as f32).min(2.0) } else { resident_warps(g, s) };
     let busy = if spec.space.is_cuda() { (w / SUB_PARTITIONS_PER_SM).min(1.0) } else { 1.0 };
     let efficiency = if s.placement == Placement::Tma { c.tma_efficiency } else { c.compute_efficiency };
-    // A ping-pong consumer issues its whole tile's `wgmma` alone.
-    let efficiency = if s.pingpong { efficiency * c.pingpong_efficiency } else { efficiency };
+    // A ping-pong consumer of 128 rows issues two 64-row `wgmma` a k-step
+    // alone and holds the whole tile's accumulators.
+    let efficiency = if s.pingpong && bm > 64.0 { efficiency * c.pingpong_efficiency } else { efficiency };
     // `wgmma` is asynchronous: a warpgroup keeps its products in flight
     // without other warps to hide their latency behind.
     let hiding = if s.placement == Placement::Tma { 1.0 } else { latency_hiding(w, c.warps_half) };
