@@ -16,6 +16,7 @@ use crate::input::workload_file::Workload;
 use crate::profile::{self, GpuList, Options, Select, Summary};
 use crate::stats::median;
 use anyhow::Result;
+use hwwfc_core::Op;
 use hwwfc_core::{Coefficients, HardwareSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -116,10 +117,29 @@ fn median_us(mut f: impl FnMut()) -> f64 {
     median(&samples).unwrap_or(f64::NAN)
 }
 
-/// The key of an operator in the per-operator maps of a run (a fused
-/// epilogue makes another operator of the same product).
-fn op_key(w: &Workload) -> Option<String> {
-    Some(format!("{:?} {:?}", w.op()?, w.elementwise()))
+/// The key of an operator in the per-operator maps of a run: what the
+/// selection sees of a workload. A fused epilogue is not part of it (the
+/// model ranks the product), so workloads of one product with different
+/// epilogues share the model's first choice and their finalists.
+fn op_key(op: &Op) -> String {
+    format!("{op:?}")
+}
+
+/// The finalists of every operator that has some, over the workloads of
+/// that operator (first-pass medians by workload name), each once.
+fn finals_by_op(workloads: &[Workload], first: &HashMap<String, Vec<(Config, f64)>>) -> HashMap<String, Vec<Config>> {
+    let mut finals: HashMap<String, Vec<Config>> = HashMap::new();
+    for w in workloads {
+        let (Some(op), Some(mine)) = (w.op(), first.get(w.name())) else { continue };
+        let f = finals.entry(op_key(&op)).or_default();
+        for c in finalists(mine) {
+            if !f.iter().any(|k| k.index == c.index) {
+                f.push(c);
+            }
+        }
+    }
+    finals.retain(|_, f| !f.is_empty());
+    finals
 }
 
 /// Runs both passes and judges the choices against the reference.
@@ -135,7 +155,7 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
             std::hint::black_box(rank());
         });
         if let (Some((first, _)), Ok(mut p)) = (order.first(), picked_in.lock()) {
-            p.insert(format!("{op:?}"), (*first, t));
+            p.insert(op_key(op), (*first, t));
         }
         let n = if top_k == 0 { order.len() } else { top_k.min(order.len()) };
         order.into_iter().take(n).map(|(c, _)| c).collect()
@@ -154,13 +174,9 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
     let first = kernel_medians(&RunFolder::new(&out).records()?, &workloads);
 
     // The second pass: the finalists of every workload that has some.
-    let finals: HashMap<String, Vec<Config>> = workloads
-        .iter()
-        .filter_map(|w| Some((op_key(w)?, finalists(first.get(w.name())?))))
-        .filter(|(_, f)| !f.is_empty())
-        .collect();
+    let finals = finals_by_op(&workloads, &first);
     let again: Vec<Workload> =
-        workloads.iter().filter(|w| op_key(w).is_some_and(|k| finals.contains_key(&k))).cloned().collect();
+        workloads.iter().filter(|w| w.op().is_some_and(|op| finals.contains_key(&op_key(&op)))).cloned().collect();
     let confirm = RunFolder::new(out.join("confirm"));
     let (second, confirmed) = if again.is_empty() {
         (HashMap::new(), Summary::default())
@@ -171,7 +187,7 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
             again.len()
         );
         let select: Select = Box::new(move |_, op, configs| {
-            let keep = finals.get(&format!("{op:?}")).cloned().unwrap_or_default();
+            let keep = finals.get(&op_key(op)).cloned().unwrap_or_default();
             configs.into_iter().filter(|c| keep.iter().any(|k| k.index == c.index)).collect()
         });
         let label = format!("tune-k{top_k}-confirm");
@@ -185,7 +201,8 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
     let picked = picked.lock().map(|p| p.clone()).unwrap_or_default();
     let mut rows = Vec::new();
     for w in &workloads {
-        let (Some(op), Some(key)) = (w.op(), op_key(w)) else { continue };
+        let Some(op) = w.op() else { continue };
+        let key = op_key(&op);
         let Some(mine) = first.get(w.name()) else { continue };
         let again = second.get(w.name()).map_or(&[][..], Vec::as_slice);
         let Some((chosen, chosen_us)) = choose(mine, again) else { continue };
@@ -221,4 +238,48 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
         compile_s: summary.compile_seconds + confirmed.compile_seconds,
         seconds: summary.seconds + confirmed.seconds,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwwfc_core::space::{self, SpaceKind};
+    use hwwfc_core::OpKind;
+
+    fn workloads() -> Vec<Workload> {
+        serde_json::from_str(
+            r#"[{"name": "plain", "kind": "matmul", "m": 64, "n": 64, "k": 64},
+                {"name": "fused", "kind": "matmul", "m": 64, "n": 64, "k": 64, "epilogue": "add"},
+                {"name": "other", "kind": "matmul", "m": 128, "n": 64, "k": 64}]"#,
+        )
+        .expect("workloads")
+    }
+
+    #[test]
+    fn finalists_are_keyed_as_the_selection_sees_the_operator() {
+        let ws = workloads();
+        let c: Vec<Config> = space::states(SpaceKind::Cuda, OpKind::MatMul)
+            .iter()
+            .take(4)
+            .enumerate()
+            .map(|(i, s)| Config::new(i as u16, s))
+            .collect();
+        let first: HashMap<String, Vec<(Config, f64)>> = [
+            ("plain".to_string(), vec![(c[0], 10.0), (c[1], 10.2), (c[2], 20.0)]),
+            ("fused".to_string(), vec![(c[0], 11.0), (c[2], 11.1), (c[3], 30.0)]),
+            // A clear winner: no finalists.
+            ("other".to_string(), vec![(c[0], 10.0), (c[1], 20.0)]),
+        ]
+        .into_iter()
+        .collect();
+        let finals = finals_by_op(&ws, &first);
+        // The selection is handed the operator alone; the product with a
+        // fused epilogue is the same operator.
+        let key = op_key(&ws[0].op().expect("an operator"));
+        assert_eq!(key, op_key(&ws[1].op().expect("an operator")));
+        assert_eq!(finals.len(), 1, "{finals:?}");
+        let mut got: Vec<u16> = finals[&key].iter().map(|c| c.index).collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![c[0].index, c[1].index, c[2].index]);
+    }
 }
