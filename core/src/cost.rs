@@ -143,7 +143,7 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 35;
+pub const COEFFICIENT_COUNT: usize = 36;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
@@ -265,6 +265,12 @@ coefficients! {
     /// consumers, where the other terms price it 0.99 to 1.0 times; the
     /// fit leaves it near this default).
     pingpong_efficiency = 0.97;
+    /// Power of the stages ahead in a Hopper k-step's share of its load's
+    /// latency: a step waits `tma_latency_us / (stages - 1)^p` (1: each
+    /// stage ahead hides one share, as on one tile per SM; the corpus
+    /// fits about 1.2, a deeper pipeline hiding more than its share over
+    /// many tiles).
+    tma_stage_power = 1.0;
 }
 
 impl Coefficients {
@@ -590,7 +596,8 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
 /// arithmetic of a wide tile).
 fn hopper_chain(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, step: [f32; 3]) -> f32 {
     let [step_compute, stage_bytes, steps] = step;
-    let latency = c.tma_latency_us / ((s.stages.max(2) - 1) as f32 * g.resident());
+    let ahead = libm::powf((s.stages.max(2) - 1) as f32, c.tma_stage_power);
+    let latency = c.tma_latency_us / (ahead * g.resident());
     let port = stage_bytes / sm_draw(spec, c, s);
     let step = p_norm(c.tma_step_exponent, [step_compute, latency, port]);
     g.blocks_per_sm as f32 * steps * step + c.tma_latency_us

@@ -302,3 +302,22 @@ fn an_mma_sync_matmul_streams_its_busiest_sms_blocks_at_that_sms_share_of_dram()
     let even = ratio(264 * 256);
     assert!((even - 1.0).abs() < 0.1, "{even}");
 }
+
+#[test]
+fn the_stages_power_shares_the_load_latency_among_the_stages_ahead() {
+    // One 128 x 128 tile on each of 64 SMs, a long reduction. With one
+    // stage ahead the power changes nothing; with more, a larger power
+    // hides more of the latency.
+    let spec = h200();
+    let op = mm(128, 64 * 128, 16384, DType::F16);
+    let at = |stages: u8, power: f32| {
+        let c = Coefficients { tma_stage_power: power, ..Coefficients::default() };
+        let s = tma_states()
+            .find(|s| s.tile.m == 128 && s.tile.n == 128 && s.warps_m == 8 && s.stages == stages && !s.pingpong)
+            .unwrap();
+        cost::unary_cost(&spec, &c, &op, s)
+    };
+    assert_eq!(at(2, 1.0), at(2, 1.5));
+    assert!(at(4, 1.5) < at(4, 1.0), "{} against {}", at(4, 1.5), at(4, 1.0));
+    assert!(at(6, 1.5) < at(6, 1.0));
+}

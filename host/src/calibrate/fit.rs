@@ -43,7 +43,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 32] = [
+const FITTED: [(&str, Map); 33] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -76,6 +76,7 @@ const FITTED: [(&str, Map); 32] = [
     ("tma_step_exponent", Map::AboveOne),
     ("wgmma_n_half", Map::Positive),
     ("pingpong_efficiency", Map::Share),
+    ("tma_stage_power", Map::Positive),
 ];
 
 fn slot(name: &str) -> Option<usize> {
