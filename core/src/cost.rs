@@ -21,8 +21,10 @@
 //!   the share of the SM's four sub-partitions they occupy `min(w / 4, 1)`
 //!   (each has its own tensor cores, and a warp runs on one); for a
 //!   softmax, the work of every thread over every element slot it holds,
-//!   used or masked, and the block-wide reduction, in which every thread
-//!   folds in every warp's partial result (threads x warps);
+//!   used or masked, once per column step whether the row takes one pass
+//!   or two (the kernel exponentiates every element twice either way), and
+//!   the block-wide reduction, in which every thread folds in every warp's
+//!   partial result (threads x warps);
 //! - memory: bytes from DRAM (each operand once, plus the re-reads between
 //!   tiles that miss in L2) and the tile traffic through L2 (which falls
 //!   with the tile's reuse `BM*BN/(BM+BN)`, and which each busy SM draws
@@ -37,7 +39,7 @@
 //!   (threads' loads only: a scratchpad's DMA moves whole tiles); rows
 //!   that are not 16-byte aligned take the kernel's scalar path; a
 //!   softmax's second read of a row comes from L2 while the rows in
-//!   progress fit there;
+//!   progress fit there, at the L2's rate (at most what the busy SMs draw);
 //! - chain: what one block slot does one after another: its steps (k-loop
 //!   steps, softmax column steps), each with a barrier and a wait that a
 //!   deeper pipeline hides (a matmul's wait is `L = step_latency / ahead`,
@@ -102,7 +104,7 @@ use serde::{Deserialize, Serialize};
 /// their meaning): stored in coefficient files, as the JSON wrapper's
 /// `format_version` and as the third header byte of the wire format
 /// ([`crate::wire`]), and required when they are read.
-pub const COEFFICIENTS_VERSION: u8 = 11;
+pub const COEFFICIENTS_VERSION: u8 = 12;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -611,7 +613,7 @@ struct RowWork {
     /// Whether each row is reduced (the block-wide reduction, and a second
     /// pass over a row that does not fit one step).
     reduces: bool,
-    /// Arithmetic per element slot and pass.
+    /// Arithmetic per element slot, all passes over it together.
     ops_per_element: f32,
 }
 
@@ -648,12 +650,16 @@ fn row_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u
         (_, true) => 1.0,
         (_, false) => 2.0,
     };
-    let steps = libm::ceilf(cols / tn) * reads;
+    let col_steps = libm::ceilf(cols / tn);
+    let steps = col_steps * reads;
     // Element slots each thread works through per step, used or masked.
     let per_thread = (tm * tn / threads).max(1.0);
 
-    // Arithmetic: every slot of every step costs a few flops (compare,
-    // subtract, exp, add), masked ones too.
+    // Arithmetic: every slot costs a few flops (compare, subtract, exp,
+    // add, and the output's exp and scale), masked ones too, once per
+    // column step whatever the passes: a row kept in registers is
+    // exponentiated twice (for the sum, then for the output) as a row read
+    // twice is, once in each pass.
     let sms = spec.sm_count.max(1) as f32;
     let hiding = latency_hiding(resident_warps(g, s), c.softmax_warps_half);
     let rate_sm = spec.peak_tflops.f32 * 1.0e6 / sms * c.softmax_efficiency * hiding;
@@ -662,17 +668,21 @@ fn row_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u
     // threads x warps.
     let warps = s.warps() as f32;
     let combines = if warps > 1.0 && w.reduces { warps } else { 0.0 };
-    let per_thread_ops = per_thread * steps * w.ops_per_element + combines * c.combine_ops;
+    let per_thread_ops = per_thread * col_steps * w.ops_per_element + combines * c.combine_ops;
     let t_compute = g.blocks_per_sm as f32 * threads * per_thread_ops / rate_sm;
 
     // Memory: every element read `reads` times and written once.
     let strided = if s.layout == Layout::ColMajor { c.strided_penalty } else { 1.0 };
-    // A re-read finds the row in L2 while the rows in progress fit there.
+    // A re-read finds the row in L2 while the rows in progress fit there,
+    // and comes through the L2 at its rate, at most what the busy SMs
+    // draw; the rest goes back to DRAM.
     let in_progress = sms * g.resident() * tm * cols * e;
     let hit = (spec.l2_bytes as f32 / in_progress.max(1.0)).min(1.0);
     let bytes = rows * cols * e * (w.operands + 1.0 + (reads - 1.0) * (1.0 - hit));
+    let reread = rows * cols * e * (reads - 1.0) * hit;
     let bw = bandwidth(spec, c, g, s, threads * per_thread * e * w.operands);
-    let t_memory = bytes * strided / bw;
+    let l2_rate = (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c, s));
+    let t_memory = (bytes / bw + reread / l2_rate) * strided;
 
     // Steps: those of a block, one after another.
     let t_steps = g.per_slot() * steps * c.softmax_step_latency_us;
