@@ -87,7 +87,6 @@ def geomean(v):
 n = len(rows)
 mm = [r for r in rows if r["kind"] == "matmul"]
 sm = [r for r in rows if r["kind"] == "softmax"]
-lib = [r for r in rows if r["lib_us"]]
 profile = {key: sum(r[f"{key}_s"] for r in rows) for key in ("k4", "k8", "k8b", "k0")}
 # Our kernels against the vendor library: the library's time over ours
 # (above 100%: ours is faster), geometric means; ours is top-8's choice as
