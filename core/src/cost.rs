@@ -370,12 +370,6 @@ fn active_sms(spec: &HardwareSpec, g: &Grid) -> f32 {
     (g.blocks as f32).min(spec.sm_count.max(1) as f32)
 }
 
-/// The rate at which the grid's busy SMs read from the L2, in bytes per
-/// microsecond: the L2's bandwidth, at most what those SMs draw.
-fn l2_rate(spec: &HardwareSpec, c: &Coefficients, g: &Grid, s: &State) -> f32 {
-    (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c, s))
-}
-
 /// DRAM bandwidth the grid can draw, in bytes per microsecond: the
 /// streaming rate (at most what its busy SMs can draw), lowered by the
 /// latency that the bytes in flight do not cover (Little's law, combined
@@ -514,7 +508,7 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     let dram = unique + c.l2_miss_rate * (traffic - unique).max(0.0);
     let in_flight = stage_bytes * (s.stages.max(2) - 1) as f32;
     let bw = bandwidth(spec, c, g, s, in_flight);
-    let l2_rate = l2_rate(spec, c, g, s);
+    let l2_rate = (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c, s));
     // The `mma.sync` kernel's threads draw DRAM at no more than their SM's
     // share of it: the busiest SM's blocks set the time, not the average
     // (measured on decode vocabulary projections: 197 blocks on 132 SMs
@@ -687,7 +681,7 @@ fn row_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims: [u
     let bytes = rows * cols * e * (w.operands + 1.0 + (reads - 1.0) * (1.0 - hit));
     let reread = rows * cols * e * (reads - 1.0) * hit;
     let bw = bandwidth(spec, c, g, s, threads * per_thread * e * w.operands);
-    let l2_rate = l2_rate(spec, c, g, s);
+    let l2_rate = (spec.dram_bytes_per_us() * c.l2_bandwidth_ratio).min(active_sms(spec, g) * sm_draw(spec, c, s));
     let t_memory = (bytes / bw + reread / l2_rate) * strided;
 
     // Steps: those of a block, one after another.
