@@ -104,7 +104,7 @@ use serde::{Deserialize, Serialize};
 /// their meaning): stored in coefficient files, as the JSON wrapper's
 /// `format_version` and as the third header byte of the wire format
 /// ([`crate::wire`]), and required when they are read.
-pub const COEFFICIENTS_VERSION: u8 = 12;
+pub const COEFFICIENTS_VERSION: u8 = 13;
 
 macro_rules! coefficients {
     ($($(#[doc = $doc:literal])* $name:ident = $default:expr;)*) => {
@@ -145,15 +145,17 @@ macro_rules! coefficients {
 }
 
 /// Number of coefficients.
-pub const COEFFICIENT_COUNT: usize = 36;
+pub const COEFFICIENT_COUNT: usize = 37;
 
 coefficients! {
     /// Share of peak arithmetic a well-shaped tile reaches.
     compute_efficiency = 0.75;
     /// Share of peak DRAM bandwidth reached by streaming reads.
     memory_efficiency = 0.85;
-    /// L2-to-SM bandwidth as a multiple of the DRAM bandwidth.
-    l2_bandwidth_ratio = 3.0;
+    /// The L2's total rate to the SMs as a multiple of the DRAM bandwidth:
+    /// the busy SMs share it (on a partition, fewer SMs share the whole
+    /// GPU's L2).
+    l2_bandwidth_ratio = 2.5;
     /// Share of the re-reads between tiles that miss in L2.
     l2_miss_rate = 0.15;
     /// Latency of a load from memory, in microseconds (Little's law:
@@ -245,7 +247,7 @@ coefficients! {
     /// threads' asynchronous copies of the `mma.sync` matmul and the
     /// loads of the row kernels reach: in bytes per flop of the SM's
     /// share of the peak fp16 matrix arithmetic.
-    tma_sm_bytes_per_flop = 0.012;
+    tma_sm_bytes_per_flop = 0.014;
     /// Latency of one k-step's bulk copy of the Hopper matmul under load,
     /// from the stage's release to its arrival, in microseconds: a
     /// pipeline of `stages` buffers waits it once every `stages - 1`
@@ -273,6 +275,13 @@ coefficients! {
     /// fits about 1.2, a deeper pipeline hiding more than its share over
     /// many tiles).
     tma_stage_power = 1.0;
+    /// Latency of a Hopper bulk copy from DRAM over that of one the L2
+    /// serves (`tma_latency_us` being the L2's): a matmul whose tiles
+    /// mostly miss the L2 (a decode step streaming its weights once) waits
+    /// this much longer a k-step. The corpus fits about 2.1, and
+    /// `tma_stage_power` then returns to the 1 measured on one tile per
+    /// SM.
+    dram_latency_ratio = 2.0;
 }
 
 impl Coefficients {
@@ -567,7 +576,10 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
     // as much as the others).
     let (per_block, last) = if s.pingpong { (overhead + handover, store) } else { (overhead + store + handover, 0.0) };
     if s.placement == Placement::Tma {
-        let t_main = hopper_chain(spec, c, s, g, [bm * bn * bk * 2.0 / rate_sm, stage_bytes, steps]);
+        // A bulk copy waits the L2's latency, or DRAM's for the share of
+        // the tile traffic that misses.
+        let latency_scale = 1.0 + (dram / traffic.max(1.0)).min(1.0) * (c.dram_latency_ratio - 1.0);
+        let t_main = hopper_chain(spec, c, s, g, [bm * bn * bk * 2.0 / rate_sm, stage_bytes, steps, latency_scale]);
         let t_main = t_main + g.per_slot() * per_block + last;
         return smooth_max(c, c.tma_overlap_exponent, g, [t_main, t_memory, 0.0, t_smem]);
     }
@@ -589,20 +601,25 @@ fn matmul_body(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, dims:
 
 /// The Hopper matmul's main loops on the busiest SM, one persistent chain:
 /// its tiles' k-steps one after the other, each taking the smooth maximum
-/// of its `wgmma` arithmetic (`step_compute`, microseconds), its load's
-/// latency shared by the stages ahead and the blocks resident, and its
-/// `stage_bytes` through the SM's port, and the first load's latency once.
-/// Arithmetic and copies run in different warps, so a step costs the
-/// slowest of the three, not their sum (measured on one tile per SM: the
-/// step falls as `1 / (stages - 1)` to the port's floor, then to the
-/// arithmetic of a wide tile).
-fn hopper_chain(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, step: [f32; 3]) -> f32 {
-    let [step_compute, stage_bytes, steps] = step;
+/// of its load's latency (scaled by `latency_scale` for the bytes that
+/// come from DRAM), shared by the stages ahead and the blocks resident,
+/// and of the larger of its `wgmma` arithmetic (`step_compute`,
+/// microseconds) and its `stage_bytes` through the SM's port (at most the
+/// SM's share of the L2's total rate); and the first load's latency once.
+/// Arithmetic and copies run in different units, so a step costs the
+/// slowest, not their sum (measured on one tile per SM: the step falls as
+/// `1 / (stages - 1)` to the port's floor, then to the arithmetic of a
+/// wide tile; on 16 SMs of a partition a 64 x 256 ping-pong tile runs at
+/// the larger of its arithmetic and port times).
+fn hopper_chain(spec: &HardwareSpec, c: &Coefficients, s: &State, g: &Grid, step: [f32; 4]) -> f32 {
+    let [step_compute, stage_bytes, steps, latency_scale] = step;
     let ahead = libm::powf((s.stages.max(2) - 1) as f32, c.tma_stage_power);
-    let latency = c.tma_latency_us / (ahead * g.resident());
-    let port = stage_bytes / sm_draw(spec, c, s);
-    let step = p_norm(c.tma_step_exponent, [step_compute, latency, port]);
-    g.blocks_per_sm as f32 * steps * step + c.tma_latency_us
+    let load_latency = c.tma_latency_us * latency_scale;
+    let latency = load_latency / (ahead * g.resident());
+    let l2_share = spec.dram_bytes_per_us() * c.l2_bandwidth_ratio / active_sms(spec, g);
+    let port = stage_bytes / sm_draw(spec, c, s).min(l2_share);
+    let step = p_norm(c.tma_step_exponent, [p_norm(8.0, [step_compute, port]), latency]);
+    g.blocks_per_sm as f32 * steps * step + load_latency
 }
 
 /// What a row kernel does per element: the softmax, an elementwise layer,

@@ -321,3 +321,50 @@ fn the_stages_power_shares_the_load_latency_among_the_stages_ahead() {
     assert!(at(4, 1.5) < at(4, 1.0), "{} against {}", at(4, 1.5), at(4, 1.0));
     assert!(at(6, 1.5) < at(6, 1.0));
 }
+
+/// A 128 x 128 TMA tile without ping-pong, `stages` deep.
+fn tile_128(stages: u8) -> &'static State {
+    tma_states()
+        .find(|s| s.tile.m == 128 && s.tile.n == 128 && s.warps_m == 8 && s.stages == stages && !s.pingpong)
+        .unwrap()
+}
+
+#[test]
+fn a_hopper_k_step_waits_dram_latency_for_the_share_of_its_bytes_that_misses_the_l2() {
+    // A decode-like matmul streams its weights once: almost every byte of
+    // its tiles comes from DRAM, so its two-stage pipeline waits the
+    // DRAM's latency. A square prefill reuses its tiles from the L2 and
+    // waits mostly the L2's.
+    let spec = h200();
+    let at = |op: &Op, ratio: f32| {
+        let c = Coefficients { dram_latency_ratio: ratio, ..Coefficients::default() };
+        cost::unary_cost(&spec, &c, op, tile_128(2))
+    };
+    let decode = mm(128, 64 * 128, 16384, DType::F16);
+    let prefill = mm(8192, 8192, 8192, DType::F16);
+    let grows = |op: &Op| at(op, 3.0) / at(op, 1.0);
+    // Three times the latency: the decode's steps, latency-bound, take
+    // about twice as long; the prefill's (a fifth of their bytes from
+    // DRAM) about a third longer.
+    assert!(grows(&decode) > 1.8, "{}", grows(&decode));
+    assert!(grows(&prefill) < 1.4, "{}", grows(&prefill));
+}
+
+#[test]
+fn the_hopper_port_draws_at_most_its_share_of_the_l2s_total_rate() {
+    // A port-bound main loop (one 128 x 128 tile on every SM, a long
+    // reduction, six stages): on the whole GPU its SMs share the L2's
+    // total rate, which binds when it is low; on 16 SMs each SM's share
+    // is eight times larger and its own port binds first.
+    let whole = h200();
+    let part = whole.partition(Some(16), None).unwrap();
+    let at = |spec: &HardwareSpec, ratio: f32| {
+        let c = Coefficients { l2_bandwidth_ratio: ratio, ..Coefficients::default() };
+        let op = mm(128, spec.sm_count * 128, 16384, DType::F16);
+        cost::unary_cost(spec, &c, &op, tile_128(6))
+    };
+    // 1.0 x DRAM over 132 SMs: 36 GB/s each, a third of the port.
+    assert!(at(&whole, 1.0) > 1.3 * at(&whole, 100.0), "{} against {}", at(&whole, 1.0), at(&whole, 100.0));
+    // Over 16 SMs: 300 GB/s each, above the port.
+    assert_eq!(at(&part, 1.0), at(&part, 100.0));
+}

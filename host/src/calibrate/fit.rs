@@ -43,7 +43,7 @@ enum Map {
 }
 
 /// The coefficients fitted, and how each is kept physical.
-const FITTED: [(&str, Map); 33] = [
+const FITTED: [(&str, Map); 34] = [
     ("compute_efficiency", Map::Share),
     ("memory_efficiency", Map::Share),
     ("l2_bandwidth_ratio", Map::Positive),
@@ -77,6 +77,7 @@ const FITTED: [(&str, Map); 33] = [
     ("wgmma_n_half", Map::Positive),
     ("pingpong_efficiency", Map::Share),
     ("tma_stage_power", Map::Positive),
+    ("dram_latency_ratio", Map::AboveOne),
 ];
 
 fn slot(name: &str) -> Option<usize> {
