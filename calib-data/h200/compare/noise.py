@@ -16,15 +16,25 @@ pass's records (a perfect choice among the eight).
 """
 
 import collections
+import gzip
 import json
 import math
+import os
 import sys
+
+
+def lines(path):
+    """The lines of `path`, or of its gzipped copy `path.gz` (a finished
+    run is committed compressed)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        return gzip.open(path + ".gz", "rt")
+    return open(path)
 
 
 def records(path):
     t = collections.defaultdict(dict)
     try:
-        for line in open(path):
+        for line in lines(path):
             r = json.loads(line)
             c = r.get("config")
             if r["source"] == "kernel" and r["status"] == "ok" and c:
