@@ -26,8 +26,12 @@ fn error_of(args: &[&str]) -> String {
 fn copy_run(run: &str, into: &Path) -> PathBuf {
     let dst = into.join(run);
     std::fs::create_dir_all(&dst).unwrap();
-    for f in ["records.jsonl", "meta.json"] {
-        std::fs::copy(h200_data().join(run).join(f), dst.join(f)).unwrap();
+    // A finished run may be committed compressed.
+    for f in ["records.jsonl", "records.jsonl.gz", "meta.json"] {
+        let from = h200_data().join(run).join(f);
+        if from.exists() {
+            std::fs::copy(from, dst.join(f)).unwrap();
+        }
     }
     dst
 }
