@@ -76,6 +76,16 @@
 //! tiles, themselves: two warpgroups on a tile store in half the time of
 //! one (a ping-pong consumer is one).
 //!
+//! The Hopper matmul's main loop is one persistent chain of k-steps on the
+//! busiest SM (`hopper_chain`): each step takes the smooth maximum of its
+//! load's latency shared by the stages ahead (`tma_latency_us` is the
+//! L2's; the share of the tile traffic that misses the L2 waits
+//! `dram_latency_ratio` times as long) and the larger of its `wgmma`
+//! arithmetic and its bytes through the SM's port, the port drawing at
+//! most its share of the L2's total rate (`l2_bandwidth_ratio` times the
+//! DRAM bandwidth over the busy SMs: on a partition, fewer SMs share the
+//! whole GPU's L2).
+//!
 //! They combine in a smooth maximum `(c^p + m^p + h^p + s^p)^(1/p)`
 //! (compute, memory, chain, shared memory), so no term saturates the
 //! score: tile shape, wave count, occupancy and pipeline depth all move
