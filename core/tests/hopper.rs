@@ -14,15 +14,6 @@ fn hopper() -> HardwareSpec {
     support::hopper_limits()
 }
 
-/// The H200's rates (specs/h200.json) beside its limits.
-fn h200() -> HardwareSpec {
-    let mut spec = hopper();
-    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
-    spec.dram_bandwidth_gbps = 4800.0;
-    spec.l2_bytes = 62_914_560;
-    spec
-}
-
 fn mm(m: u32, n: u32, k: u32, dtype: DType) -> Op {
     Op::MatMul { m, n, k, batch: 1, dtype }
 }
@@ -161,7 +152,7 @@ fn split_k_stays_within_the_k_blocks_and_belongs_to_the_hopper_family() {
 
 #[test]
 fn split_k_multiplies_the_blocks_and_the_model_splits_only_few_tiles_over_a_long_k() {
-    let spec = h200();
+    let spec = support::hopper_h200();
     let c = Coefficients::default();
     let best = |op: &Op, split: bool| {
         split_states()
@@ -230,13 +221,11 @@ fn ping_pong_takes_two_consumers_each_with_whole_tiles() {
 fn a_hopper_k_step_waits_its_load_over_the_stages_ahead_down_to_the_ports_floor() {
     // One 128 x 128 tile on each of 64 SMs, a long reduction: the main
     // loop is all there is.
-    let spec = h200();
+    let spec = support::hopper_h200();
     let c = Coefficients::default();
     let op = mm(128, 64 * 128, 16384, DType::F16);
     let at = |stages: u8| {
-        let s = tma_states()
-            .find(|s| s.tile.m == 128 && s.tile.n == 128 && s.warps_m == 8 && s.stages == stages && !s.pingpong)
-            .unwrap();
+        let s = tile_128(stages);
         assert_eq!(constraint::check(&spec, &op, s), Ok(()), "{s:?}");
         assert_eq!(cost::grid(&spec, &op, s).blocks_per_sm, 1);
         cost::unary_cost(&spec, &c, &op, s)
@@ -270,7 +259,7 @@ fn an_mma_sync_matmul_streams_its_busiest_sms_blocks_at_that_sms_share_of_dram()
     // bandwidth, while 394 blocks of 16 x 128 fall three to an SM, nearly
     // evenly (measured on the H200: 1.37 times the time, the busiest SM's
     // bytes 1.34 times).
-    let spec = h200();
+    let spec = support::hopper_h200();
     let c = Coefficients::default();
     let pick = |n: u16| {
         space::states(SpaceKind::Hopper, OpKind::MatMul)
@@ -308,13 +297,11 @@ fn the_stages_power_shares_the_load_latency_among_the_stages_ahead() {
     // One 128 x 128 tile on each of 64 SMs, a long reduction. With one
     // stage ahead the power changes nothing; with more, a larger power
     // hides more of the latency.
-    let spec = h200();
+    let spec = support::hopper_h200();
     let op = mm(128, 64 * 128, 16384, DType::F16);
     let at = |stages: u8, power: f32| {
         let c = Coefficients { tma_stage_power: power, ..Coefficients::default() };
-        let s = tma_states()
-            .find(|s| s.tile.m == 128 && s.tile.n == 128 && s.warps_m == 8 && s.stages == stages && !s.pingpong)
-            .unwrap();
+        let s = tile_128(stages);
         cost::unary_cost(&spec, &c, &op, s)
     };
     assert_eq!(at(2, 1.0), at(2, 1.5));
@@ -335,7 +322,7 @@ fn a_hopper_k_step_waits_dram_latency_for_the_share_of_its_bytes_that_misses_the
     // its tiles comes from DRAM, so its two-stage pipeline waits the
     // DRAM's latency. A square prefill reuses its tiles from the L2 and
     // waits mostly the L2's.
-    let spec = h200();
+    let spec = support::hopper_h200();
     let at = |op: &Op, ratio: f32| {
         let c = Coefficients { dram_latency_ratio: ratio, ..Coefficients::default() };
         cost::unary_cost(&spec, &c, op, tile_128(2))
@@ -356,7 +343,7 @@ fn the_hopper_port_draws_at_most_its_share_of_the_l2s_total_rate() {
     // reduction, six stages): on the whole GPU its SMs share the L2's
     // total rate, which binds when it is low; on 16 SMs each SM's share
     // is eight times larger and its own port binds first.
-    let whole = h200();
+    let whole = support::hopper_h200();
     let part = whole.partition(Some(16), None).unwrap();
     let at = |spec: &HardwareSpec, ratio: f32| {
         let c = Coefficients { l2_bandwidth_ratio: ratio, ..Coefficients::default() };

@@ -8,15 +8,6 @@ use hwwfc_core::cost::{self, Coefficients};
 use hwwfc_core::space::{self, SpaceKind};
 use hwwfc_core::{DType, HardwareSpec, Op, OpKind, State};
 
-/// An H200's limits and rates, as in `specs/h200.json`.
-fn h200() -> HardwareSpec {
-    let mut spec = support::hopper_limits();
-    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
-    spec.dram_bandwidth_gbps = 4800.0;
-    spec.l2_bytes = 62_914_560;
-    spec
-}
-
 /// The softmax state of one row per block, `cols` columns a step, on `warps` warps.
 fn softmax_state(cols: u16, warps: u32) -> State {
     *space::states(SpaceKind::Cuda, OpKind::Softmax)
@@ -47,7 +38,7 @@ fn arithmetic_only() -> Coefficients {
 fn a_row_read_in_two_passes_costs_the_arithmetic_of_one() {
     // 65,536 rows of 2048 columns: one step of 2048 columns on two warps
     // holds 32 elements a thread, two steps of 1024 on one warp as many.
-    let spec = HardwareSpec { dram_bandwidth_gbps: 1e9, ..h200() };
+    let spec = HardwareSpec { dram_bandwidth_gbps: 1e9, ..support::hopper_h200() };
     let op = Op::Softmax { rows: 65_536, cols: 2048, dtype: DType::F32 };
     let c = arithmetic_only();
     let one_pass = cost::unary_cost(&spec, &c, &op, &softmax_state(2048, 2));
@@ -64,7 +55,7 @@ fn the_second_pass_reads_the_row_again_through_the_l2() {
     // costs time: the second pass's bytes come through it again, so the
     // two-pass state costs about one and a half times the one-pass one
     // (one read and one write against two reads and one write).
-    let spec = HardwareSpec { dram_bandwidth_gbps: 1e9, ..h200() };
+    let spec = HardwareSpec { dram_bandwidth_gbps: 1e9, ..support::hopper_h200() };
     let op = Op::Softmax { rows: 65_536, cols: 2048, dtype: DType::F32 };
     let c =
         Coefficients { softmax_efficiency: 1.0, sm_bytes_per_flop: 1e-3, l2_bandwidth_ratio: 1e9, ..arithmetic_only() };

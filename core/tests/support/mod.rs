@@ -388,3 +388,13 @@ pub fn hopper_limits() -> HardwareSpec {
     s.registers_per_sm = 65_536;
     s
 }
+
+/// An H200: its limits in the Hopper space (as [`hopper_limits`]) and its
+/// rates, as in `specs/h200.json`.
+pub fn hopper_h200() -> HardwareSpec {
+    let mut spec = hopper_limits();
+    spec.peak_tflops = hwwfc_core::spec::PeakCompute { f16: 989.4, bf16: 989.4, f32: 66.9 };
+    spec.dram_bandwidth_gbps = 4800.0;
+    spec.l2_bytes = 62_914_560;
+    spec
+}
