@@ -1,7 +1,7 @@
 //! The fuzz targets' regression inputs, replayed on stable Rust: every file
 //! of `fuzz/corpus/TARGET/` (what the fuzzer kept) and of
 //! `fuzz/artifacts/TARGET/` (inputs that once failed, kept after the fix)
-//! goes through the same check as the target (`src/core_checks.rs`,
+//! goes through the same check as the target (`src/core_checks/`,
 //! `src/host_checks.rs`). This test profile checks overflow, as the fuzz
 //! builds do.
 
