@@ -312,7 +312,7 @@ impl Workspace for MatmulWorkspace<'_> {
 /// top-8 run's workload.
 fn verify_reference(
     tools: &Tools,
-    [m, n, k, batch]: [usize; 4],
+    dims: [usize; 4],
     a: &CudaSlice<u16>,
     (b, b_kmajor): (&CudaSlice<u16>, bool),
     c: &CudaSlice<u16>,
@@ -326,6 +326,54 @@ fn verify_reference(
         Ok(stream.clone_dtoh(&view)?)
     };
     let whole_b = if b_kmajor { None } else { Some(stream.clone_dtoh(b)?) };
+    let rel = sampled_error(
+        dims,
+        |s| {
+            let column = match &whole_b {
+                Some(hb) => s.b_elements().map(|at| hb.get(at).copied().unwrap_or(0)).collect(),
+                None => part(b, s.b_start, s.k)?,
+            };
+            Ok((part(a, s.a_start, s.k)?, column, part(c, s.c_at, 1)?.first().copied()))
+        },
+        b_kmajor,
+    )?;
+    if rel.is_nan() || rel >= TOLERANCE {
+        bail!("the cuBLAS reference disagrees with fp64 on the CPU (relative error {rel:.3e}); not measuring");
+    }
+    Ok(())
+}
+
+/// Where one sampled output of a batched matmul reads, as element offsets
+/// into the flat `A` (`batch x m x k`), `B` (`batch x k x n`, or `batch x
+/// n x k` K-major) and `C` (`batch x m x n`).
+struct Sample {
+    /// First element of the output's row of `A` (`k` in a row).
+    a_start: usize,
+    /// First element of its column of `B`.
+    b_start: usize,
+    /// Distance between the column's elements (1 where K-major).
+    b_stride: usize,
+    /// The output's element of `C`.
+    c_at: usize,
+    /// Elements in the row and the column.
+    k: usize,
+}
+
+impl Sample {
+    /// The offsets of the column of `B`, in order.
+    fn b_elements(&self) -> impl Iterator<Item = usize> {
+        (self.b_start..).step_by(self.b_stride.max(1)).take(self.k)
+    }
+}
+
+/// The relative error of 64 sampled outputs against their fp64 dot
+/// products: `fetch` returns a sample's row of `A`, column of `B` and
+/// output (fp16 bits; `None` where missing, which counts as NaN).
+fn sampled_error(
+    [m, n, k, batch]: [usize; 4],
+    mut fetch: impl FnMut(&Sample) -> Result<(Vec<u16>, Vec<u16>, Option<u16>)>,
+    b_kmajor: bool,
+) -> Result<f64> {
     let f = |v: u16| half::f16::from_bits(v).to_f64();
     let (mut err, mut refsq) = (0.0f64, 0.0f64);
     let mut state = 0x2545F4914F6CDD1Du64;
@@ -333,22 +381,97 @@ fn verify_reference(
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        let (z, i, j) =
-            ((state % batch as u64) as usize, ((state >> 20) % m as u64) as usize, ((state >> 40) % n as u64) as usize);
-        let row = part(a, z * m * k + i * k, k)?;
-        let column = match &whole_b {
-            Some(hb) => (z * k * n + j..).step_by(n).take(k).map(|at| hb.get(at).copied().unwrap_or(0)).collect(),
-            None => part(b, z * k * n + j * k, k)?,
-        };
-        let got = part(c, z * m * n + i * n + j, 1)?;
+        let (z, i, j) = (
+            (state % batch.max(1) as u64) as usize,
+            ((state >> 20) % m.max(1) as u64) as usize,
+            ((state >> 40) % n.max(1) as u64) as usize,
+        );
+        let (b_start, b_stride) = if b_kmajor { (z * k * n + j * k, 1) } else { (z * k * n + j, n) };
+        let sample = Sample { a_start: z * m * k + i * k, b_start, b_stride, c_at: z * m * n + i * n + j, k };
+        let (row, column, got) = fetch(&sample)?;
         let exact: f64 = row.iter().zip(&column).map(|(&x, &y)| f(x) * f(y)).sum();
-        let got = got.first().map_or(f64::NAN, |&v| f(v));
+        let got = got.map_or(f64::NAN, f);
         err += (got - exact).powi(2);
         refsq += exact * exact;
     }
-    let rel = (err / refsq.max(f64::MIN_POSITIVE)).sqrt();
-    if rel.is_nan() || rel >= TOLERANCE {
-        bail!("the cuBLAS reference disagrees with fp64 on the CPU (relative error {rel:.3e}); not measuring");
+    Ok((err / refsq.max(f64::MIN_POSITIVE)).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batched product computed on the CPU, its operands and output as
+    /// fp16 bits; `B` stored K-major where asked.
+    fn product([m, n, k, batch]: [usize; 4], b_kmajor: bool) -> (Vec<u16>, Vec<u16>, Vec<u16>) {
+        let h = |x: f64| half::f16::from_f64(x).to_bits();
+        let value = |i: usize| ((i * 7919 % 113) as f64 - 56.0) / 64.0;
+        let a: Vec<u16> = (0..batch * m * k).map(|i| h(value(i))).collect();
+        let b: Vec<u16> = (0..batch * k * n).map(|i| h(value(i + 31))).collect();
+        let f = |v: u16| half::f16::from_bits(v).to_f64();
+        let mut c = vec![0u16; batch * m * n];
+        for z in 0..batch {
+            for i in 0..m {
+                for j in 0..n {
+                    // `b` holds B row-major; a K-major copy is made below.
+                    let dot: f64 = (0..k).map(|p| f(a[z * m * k + i * k + p]) * f(b[z * k * n + p * n + j])).sum();
+                    c[z * m * n + i * n + j] = h(dot);
+                }
+            }
+        }
+        let b = if b_kmajor {
+            let mut t = vec![0u16; b.len()];
+            for z in 0..batch {
+                for p in 0..k {
+                    for j in 0..n {
+                        t[z * k * n + j * k + p] = b[z * k * n + p * n + j];
+                    }
+                }
+            }
+            t
+        } else {
+            b
+        };
+        (a, b, c)
     }
-    Ok(())
+
+    fn error_of(dims: [usize; 4], b_kmajor: bool, c: &[u16], a: &[u16], b: &[u16]) -> f64 {
+        sampled_error(
+            dims,
+            |s| {
+                let row = a[s.a_start..s.a_start + s.k].to_vec();
+                let column = s.b_elements().map(|at| b[at]).collect();
+                Ok((row, column, c.get(s.c_at).copied()))
+            },
+            b_kmajor,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_sampled_check_reads_the_right_elements_in_both_layouts() {
+        // Odd sizes and a batch, so that a wrong stride or offset reads
+        // another element.
+        for dims in [[7, 13, 5, 3], [33, 9, 17, 2], [1, 50, 3, 1]] {
+            for kmajor in [false, true] {
+                let (a, b, c) = product(dims, kmajor);
+                let rel = error_of(dims, kmajor, &c, &a, &b);
+                assert!(rel < 1e-3, "{dims:?} kmajor {kmajor}: relative error {rel}");
+                // A wrong output is caught.
+                let wrong: Vec<u16> =
+                    c.iter().map(|&v| half::f16::from_f64(half::f16::from_bits(v).to_f64() + 1.0).to_bits()).collect();
+                assert!(error_of(dims, kmajor, &wrong, &a, &b) > TOLERANCE, "{dims:?} kmajor {kmajor}");
+                // B read in the other layout than stored is caught.
+                let crossed = error_of(dims, !kmajor, &c, &a, &b);
+                assert!(crossed > TOLERANCE, "{dims:?} kmajor {kmajor}: the other layout passes ({crossed})");
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_output_fails_the_check() {
+        let dims = [4, 4, 4, 1];
+        let (a, b, _) = product(dims, false);
+        assert!(error_of(dims, false, &[], &a, &b).is_nan());
+    }
 }
