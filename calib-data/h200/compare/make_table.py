@@ -15,11 +15,14 @@ time there).
 
 TRITON_DIR holds the triton.json of Triton's autotuner and the libraries
 (default: RESULTS_DIR); a workload its time budget skipped has no Triton
-or library column.
+or library column. The exhaustive run (k0) and top-8 (k8) are needed;
+top-4 (k4) and top-8 again (k8b) are left out of the tables where a run
+was cut short before them.
 """
 
 import json
 import math
+import os
 import sys
 
 import matplotlib
@@ -29,8 +32,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 res, out = sys.argv[1], sys.argv[2]
 triton_dir = sys.argv[3] if len(sys.argv) > 3 else res
-runs = ("0", "4", "8", "8b")
+runs = [n for n in ("0", "4", "8", "8b") if os.path.exists(f"{res}/k{n}/tune.json")]
+if "0" not in runs or "8" not in runs:
+    sys.exit(f"{res}: needs the exhaustive run k0/ and top-8's k8/ (found: {', '.join('k' + n for n in runs) or 'none'})")
 k = {n: json.load(open(f"{res}/k{n}/tune.json")) for n in runs}
+# Runs this result has, in the tables' order, with their labels.
+LABELS = {"4": "top-4 tuning", "8": "top-8 tuning", "8b": "top-8 tuning again"}
+tuned = [n for n in ("4", "8", "8b") if n in k]
 judge = {w["workload"]: w for w in json.load(open(f"{res}/judge/judge.json"))["workloads"]}
 try:
     tr = json.load(open(f"{triton_dir}/triton.json"))
@@ -50,20 +58,19 @@ for w in k["8"]["workloads"]:
     best = j["reference_us"]
     share = {n: j["choices"][n]["share"] for n in j["choices"]}
     t = tr["workloads"].get(name)
-    rows.append({
+    row = {
         "name": name, "shape": w["shape"], "kind": "softmax" if w["shape"].count("x") == 1 else "matmul",
         "best_us": best,
-        "model": share["model"], "model_us": w["predict_us"],
-        "k4": share["k4"], "k4_s": by["4"]["profile_s"],
-        "k8": share["k8"], "k8_s": by["8"]["profile_s"],
-        "k8b": share["k8b"], "k8b_s": by["8b"]["profile_s"],
-        "k0": share["k0"], "k0_s": by["0"]["profile_s"],
-        "model_own": w["predicted_share"], "k4_own": by["4"]["share"],
-        "k8_own": by["8"]["share"], "k8b_own": by["8b"]["share"],
+        "model": share["model"], "model_us": w["predict_us"], "model_own": w["predicted_share"],
         "k8_us": j["choices"]["k8"]["judged_us"],
         "triton_us": t["triton_ms"] * 1e3 if t else None, "triton_s": t["autotune_s"] if t else None,
         "lib_us": t["library_ms"] * 1e3 if t else None, "lib": t["library"] if t else None,
-    })
+    }
+    for n in ("0", "4", "8", "8b"):
+        row[f"k{n}"] = share.get(f"k{n}") if n in k else None
+        row[f"k{n}_s"] = by[n]["profile_s"] if n in k else None
+        row[f"k{n}_own"] = by[n]["share"] if n in k else None
+    rows.append(row)
 
 
 def pct(x):
@@ -87,7 +94,7 @@ def geomean(v):
 n = len(rows)
 mm = [r for r in rows if r["kind"] == "matmul"]
 sm = [r for r in rows if r["kind"] == "softmax"]
-profile = {key: sum(r[f"{key}_s"] for r in rows) for key in ("k4", "k8", "k8b", "k0")}
+profile = {f"k{n}": sum(r[f"k{n}_s"] for r in rows) for n in runs}
 # Our kernels against the vendor library: the library's time over ours
 # (above 100%: ours is faster), geometric means; ours is top-8's choice as
 # judged, and our exhaustive best.
@@ -106,9 +113,10 @@ summary = {
     "model_only_share_softmax": mean("model", sm),
     "model_only_choose_us_median": sorted(r["model_us"] for r in rows)[n // 2] if n else None,
     "top4_share": mean("k4"), "top8_share": mean("k8"), "top8_again_share": mean("k8b"), "exhaustive_share": mean("k0"),
-    "profile_s": profile, "compile_s": {key: k[key[1:]]["compile_s"] for key in ("k4", "k8", "k8b", "k0")},
+    "profile_s": profile, "compile_s": {f"k{n}": k[n]["compile_s"] for n in runs},
     "top8_profile_share_of_exhaustive": profile["k8"] / profile["k0"] if profile["k0"] else None,
     "own_records": {key: mean(f"{key}_own") for key in ("model", "k4", "k8", "k8b")},
+    "runs": [f"k{n}" for n in runs],
     "library_speed_over_ours": vs_lib,
     "triton_workloads": len(tr_rows),
     "triton_autotune_s_median": sorted(r["triton_s"] for r in tr_rows)[len(tr_rows) // 2] if tr_rows else None,
@@ -116,19 +124,20 @@ summary = {
     "triton_skipped": tr.get("skipped", []),
 }
 
+columns = [LABELS[n].replace(" tuning", "") for n in tuned]
 lines = [
-    "| workload | shape | our best (us) | model only: share / choose | top-4: share / profile | top-8: share / profile "
-    "| top-8 again: share / profile | exhaustive: share / profile | Triton autotune: kernel (share) / autotune "
-    "| cuBLAS or torch: kernel (share) |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| workload | shape | our best (us) | model only: share / choose | "
+    + "".join(f"{c}: share / profile | " for c in columns)
+    + "exhaustive: share / profile | Triton autotune: kernel (share) / autotune | cuBLAS or torch: kernel (share) |",
+    "|---|---|---|---|" + "---|" * len(columns) + "---|---|---|",
 ]
 for r in rows:
     tshare = r["best_us"] / r["triton_us"] if r["triton_us"] else None
     lshare = r["best_us"] / r["lib_us"] if r["lib_us"] else None
     lines.append(
-        f"| {r['name']} | {r['shape']} | {r['best_us']:.2f} | {pct(r['model'])} / {num(r['model_us'], '{:.0f}')} us "
-        f"| {pct(r['k4'])} / {r['k4_s']:.2f} s | {pct(r['k8'])} / {r['k8_s']:.2f} s "
-        f"| {pct(r['k8b'])} / {r['k8b_s']:.2f} s | {pct(r['k0'])} / {r['k0_s']:.2f} s "
+        f"| {r['name']} | {r['shape']} | {r['best_us']:.2f} | {pct(r['model'])} / {num(r['model_us'], '{:.0f}')} us | "
+        + "".join(f"{pct(r[f'k{n}'])} / {r[f'k{n}_s']:.2f} s | " for n in tuned)
+        + f"{pct(r['k0'])} / {r['k0_s']:.2f} s "
         f"| {num(r['triton_us'])} us ({pct(tshare)}) / {num(r['triton_s'], '{:.1f}')} s "
         f"| {num(r['lib_us'])} us ({pct(lshare)}) |"
     )
@@ -137,28 +146,44 @@ s = summary
 o = s["own_records"]
 v = s["library_speed_over_ours"]
 skipped = ", ".join(s["triton_skipped"]) or "none"
+def run_row(n, label):
+    key = f"k{n}"
+    return (
+        f"| {label} | {pct(mean(key))} | {pct(mean(key, mm))} | {pct(mean(key, sm))} "
+        f"| {profile[key]:.1f} s (+{s['compile_s'][key]:.1f} s) |"
+    )
+
+
+summary_rows = "\n".join(run_row(n, LABELS[n]) for n in tuned)
+own = ", ".join(f"{pct(o[f'k{n}'])} ({LABELS[n].replace(' tuning', '')})" for n in tuned)
+elsewhere = ""
+if os.path.realpath(triton_dir) != os.path.realpath(res) and tr["workloads"]:
+    where = os.path.basename(os.path.normpath(triton_dir))
+    elsewhere = f" Their times come from another call (`{where}/triton.json`, on an {tr.get('device')})."
+again = 'Top-8 ran twice ("top-8 again").' if "8b" in k else "Top-8 ran once."
+left_out = [LABELS[n] for n in ("4", "8b") if n not in k]
+if left_out:
+    again += f" Not run this time: {' and '.join(left_out)}."
+
 head = f"""# HW-WFC against Triton's autotuner and the vendor libraries ({device})
 
 Our tuning: one run of `run_on_gpu.sh` (raw results beside this file). Triton's autotuner and the
-libraries: `triton_baseline.py` (torch {tr.get('torch')}, Triton {tr.get('triton')}). {__doc__.split(chr(10) + chr(10))[2].strip()}
+libraries: `triton_baseline.py` (torch {tr.get('torch')}, Triton {tr.get('triton')}).{elsewhere} {__doc__.split(chr(10) + chr(10))[2].strip()}
 Top-k tuning measures the model's k best side by side, then measures again those within
 {100 * k["8"].get('confirm_tolerance', 0):.0f}% of the fastest and keeps the fastest of that second pass (the
 profiling times include both passes); the exhaustive search is the same with every configuration.
-Top-8 ran twice ("top-8 again"). The binary was built from commit {commit[:7]}.
+{again} The binary was built from commit {commit[:7]}.
 
 Means over {n} workloads ({len(mm)} matmuls, {len(sm)} softmaxes), judged on the common bench:
 
 | who chooses | share of our exhaustive best | matmuls | softmaxes | profiling (+ compiling) |
 |---|---:|---:|---:|---:|
 | the cost model alone, no measurement | {pct(s['model_only_share'])} | {pct(s['model_only_share_matmul'])} | {pct(s['model_only_share_softmax'])} | none ({num(s['model_only_choose_us_median'], '{:.0f}')} us to choose, median) |
-| top-4 tuning | {pct(s['top4_share'])} | {pct(mean('k4', mm))} | {pct(mean('k4', sm))} | {profile['k4']:.1f} s (+{s['compile_s']['k4']:.1f} s) |
-| top-8 tuning | {pct(s['top8_share'])} | {pct(mean('k8', mm))} | {pct(mean('k8', sm))} | {profile['k8']:.1f} s (+{s['compile_s']['k8']:.1f} s) |
-| top-8 tuning again | {pct(s['top8_again_share'])} | {pct(mean('k8b', mm))} | {pct(mean('k8b', sm))} | {profile['k8b']:.1f} s (+{s['compile_s']['k8b']:.1f} s) |
+{summary_rows}
 | the exhaustive search's own choice | {pct(s['exhaustive_share'])} | {pct(mean('k0', mm))} | {pct(mean('k0', sm))} | {profile['k0']:.1f} s (+{s['compile_s']['k0']:.1f} s) |
 
 Top-8 profiles {pct(s['top8_profile_share_of_exhaustive'])} of the exhaustive search's time. Judged instead by the
-exhaustive search's own records, the same choices reach {pct(o['model'])} (model only), {pct(o['k4'])} (top-4),
-{pct(o['k8'])} and {pct(o['k8b'])} (top-8).
+exhaustive search's own records, the same choices reach {pct(o['model'])} (model only), {own}.
 
 Against the vendor library (cuBLAS through `torch.matmul`, and `torch.softmax`), on the {v['all']['n']} workloads
 Triton's time budget reached: the library's time over ours, geometric mean (above 100%: ours is faster),
@@ -175,13 +200,9 @@ open(f"{out}/COMPARE.md", "w").write(head + "\n".join(lines) + "\n")
 json.dump({"summary": summary, "rows": rows}, open(f"{out}/compare.json", "w"), indent=1)
 
 fig, ax = plt.subplots(figsize=(6.4, 4.0))
-pts = [
-    ("model only", 1e-4 * max(1, n), s["model_only_share"]),
-    ("top-4", profile["k4"] + s["compile_s"]["k4"], s["top4_share"]),
-    ("top-8", profile["k8"] + s["compile_s"]["k8"], s["top8_share"]),
-    ("top-8 again", profile["k8b"] + s["compile_s"]["k8b"], s["top8_again_share"]),
-    ("exhaustive", profile["k0"] + s["compile_s"]["k0"], s["exhaustive_share"]),
-]
+pts = [("model only", 1e-4 * max(1, n), s["model_only_share"])]
+pts += [(LABELS[n].replace(" tuning", ""), profile[f"k{n}"] + s["compile_s"][f"k{n}"], mean(f"k{n}")) for n in tuned]
+pts.append(("exhaustive", profile["k0"] + s["compile_s"]["k0"], s["exhaustive_share"]))
 for label, x, y in pts:
     ax.scatter([x], [100 * y])
     ax.annotate(label, (x, 100 * y), textcoords="offset points", xytext=(4, 4))
