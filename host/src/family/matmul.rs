@@ -117,8 +117,11 @@ impl KernelFamily for MmaSync {
     }
 
     fn output_bytes(&self, op: &Op) -> usize {
-        // The output and the reference, fp16.
-        4 * lens(op)[2]
+        // The output and the reference, fp16, and one transposed copy of
+        // B (the reference check's K-major B, or the row-major B that the
+        // `mma.sync` kernels read of a K-major one).
+        let [_, b, c] = lens(op);
+        2 * (2 * c + b)
     }
 
     fn workspace<'a>(&self, tools: Tools<'a>, op: &Op, inputs: Inputs) -> Result<Box<dyn Workspace + 'a>> {

@@ -97,7 +97,8 @@ pub trait KernelFamily: Sync {
     fn launch(&self, op: &Op, c: &Config, sm_count: u32) -> LaunchConfig;
     /// Device bytes of one set of inputs of `op`.
     fn input_set_bytes(&self, op: &Op) -> usize;
-    /// Device bytes of the output and the reference of `op`.
+    /// Device bytes of the output and the reference of `op`, and of any
+    /// scratch its workspace allocates beside them.
     fn output_bytes(&self, op: &Op) -> usize;
     /// Allocates and fills the workspace of `op` (and its reference, if
     /// asked); an error ends the run.
