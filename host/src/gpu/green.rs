@@ -41,10 +41,33 @@ pub struct GreenPart {
 
 /// Two disjoint green contexts on device `ordinal` (the driver has been
 /// initialized): `a` SMs split off the device, then `b` SMs split off what
-/// is left, each with a stream of its own. The driver rounds each count up
-/// to its granularity; the [`GreenPart::sms`] are what it made. SMs left
-/// over belong to neither.
+/// is left, each with a stream of its own; where the driver cannot split
+/// `b` off that rest (the H100 refuses 8 of the 12 SMs left by 120), `b`
+/// first and `a` off its rest. The driver rounds each count up to its
+/// granularity; the [`GreenPart::sms`] are what it made. SMs left over
+/// belong to neither.
 pub fn open_pair(ordinal: usize, a: u32, b: u32) -> Result<(GreenPart, GreenPart), GpuError> {
+    let message = |e: GpuError| match e {
+        GpuError::Driver(m) => m,
+        other => other.to_string(),
+    };
+    match split_pair(ordinal, a, b) {
+        Ok(pair) => Ok(pair),
+        Err(first) => match split_pair(ordinal, b, a) {
+            Ok((part_b, part_a)) => Ok((part_a, part_b)),
+            Err(second) => Err(GpuError::Driver(format!(
+                "two green contexts of {a} and {b} SMs: {a} first: {}; {b} first: {}",
+                message(first),
+                message(second)
+            ))),
+        },
+    }
+}
+
+/// Two disjoint green contexts: `first` SMs split off device `ordinal`,
+/// then `second` SMs off what is left.
+fn split_pair(ordinal: usize, first: u32, second: u32) -> Result<(GreenPart, GreenPart), GpuError> {
+    let (a, b) = (first, second);
     let (dev, all) = device_sms(ordinal)?;
     let (mut part_a, mut rest, made_a) = split(&all, a, "the device")?;
     // The driver splits only SMs read from a device or a green context,
