@@ -332,8 +332,8 @@ pub struct ReportArgs {
     pub workloads: Option<PathBuf>,
 
     /// Print one JSON object (mean_rho, mean_tau, mean_regret_top1,
-    /// mean_top8_share, families[...], workloads[...]) instead of the
-    /// table.
+    /// mean_top8_share, mean_tuned8_share, families[...], workloads[...])
+    /// instead of the table.
     #[arg(long)]
     pub json: bool,
 

@@ -54,6 +54,12 @@ impl WorkloadData {
     pub fn times(&self) -> Vec<f64> {
         self.samples.iter().map(Sample::time_us).collect()
     }
+
+    /// The kernel family of each sample, in sample order.
+    pub fn families(&self) -> Vec<&'static str> {
+        let kind = self.op.kind();
+        self.samples.iter().map(|s| crate::family::for_placement(kind, s.state.placement).name()).collect()
+    }
 }
 
 /// Every workload measured on one GPU.

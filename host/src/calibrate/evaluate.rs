@@ -12,7 +12,7 @@ pub fn predict(spec: &HardwareSpec, k: &Coefficients, w: &WorkloadData) -> Vec<f
 
 /// The agreement of `k`'s predictions with one workload's measurements.
 pub fn agreement(spec: &HardwareSpec, k: &Coefficients, w: &WorkloadData) -> Agreement {
-    metrics::agreement(&predict(spec, k, w), &w.times())
+    metrics::agreement(&predict(spec, k, w), &w.times(), &w.families())
 }
 
 /// Per-workload agreement of `k` on every workload of `data`.
@@ -91,7 +91,7 @@ pub fn cross_validate_groups(
                         let fit = super::fit::fit(spec, start, &train, opts)?;
                         for (i, w) in data.workloads.iter().enumerate().filter(|(i, _)| groups[*i] == g) {
                             let predictions = predict(spec, &fit.coefficients, w);
-                            let held_out = metrics::agreement(&predictions, &w.times());
+                            let held_out = metrics::agreement(&predictions, &w.times(), &w.families());
                             out.push(Fold { workload: i, held_out, predictions });
                         }
                         progress(f);

@@ -19,6 +19,10 @@ pub struct Agreement {
     pub top4_share: f64,
     /// The same among the predicted top 8.
     pub top8_share: f64,
+    /// The same among the eight that top-8 tuning measures (the model's
+    /// first eight, hedged across kernel families:
+    /// [`crate::tuning::shortlist`]).
+    pub tuned8_share: f64,
 }
 
 fn ranks(v: &[f64]) -> Vec<f64> {
@@ -84,8 +88,17 @@ pub fn best_in_top_k(predicted: &[f64], measured: &[f64], k: usize) -> f64 {
     best / chosen
 }
 
-/// Every agreement figure of `predicted` against `measured` (same order).
-pub fn agreement(predicted: &[f64], measured: &[f64]) -> Agreement {
+/// Measured best over the best measured time among the configurations
+/// at `picked` (indices).
+pub fn best_among(measured: &[f64], picked: &[usize]) -> f64 {
+    let best = measured.iter().copied().fold(f64::INFINITY, f64::min);
+    best / picked.iter().filter_map(|&i| measured.get(i).copied()).fold(f64::INFINITY, f64::min)
+}
+
+/// Every agreement figure of `predicted` against `measured` (same order),
+/// the configurations' kernel families `family` (same order) telling
+/// top-8 tuning's shortlist.
+pub fn agreement<F: PartialEq>(predicted: &[f64], measured: &[f64], family: &[F]) -> Agreement {
     let top1 = best_in_top_k(predicted, measured, 1);
     Agreement {
         rho: spearman(predicted, measured),
@@ -94,6 +107,7 @@ pub fn agreement(predicted: &[f64], measured: &[f64]) -> Agreement {
         top1_share: top1,
         top4_share: best_in_top_k(predicted, measured, 4),
         top8_share: best_in_top_k(predicted, measured, 8),
+        tuned8_share: best_among(measured, &crate::tuning::shortlist::shortlist(predicted, family, 8)),
     }
 }
 
@@ -104,11 +118,12 @@ mod tests {
     #[test]
     fn perfect_reversed_and_tied() {
         let m = [1.0, 2.0, 3.0, 4.0, 5.0];
-        let a = agreement(&m, &m);
+        let one = [0u8; 5];
+        let a = agreement(&m, &m, &one);
         assert!((a.rho - 1.0).abs() < 1e-12 && (a.tau - 1.0).abs() < 1e-12);
-        assert_eq!((a.regret_top1, a.top8_share), (0.0, 1.0));
+        assert_eq!((a.regret_top1, a.top8_share, a.tuned8_share), (0.0, 1.0, 1.0));
         let r: Vec<f64> = m.iter().rev().copied().collect();
-        let a = agreement(&r, &m);
+        let a = agreement(&r, &m, &one);
         assert!((a.rho + 1.0).abs() < 1e-12 && (a.tau + 1.0).abs() < 1e-12);
         assert!((a.regret_top1 - 4.0).abs() < 1e-12);
         assert!((a.top4_share - 0.5).abs() < 1e-12);
@@ -130,7 +145,7 @@ mod tests {
 
     #[test]
     fn nan_predictions_rank_last_without_panicking() {
-        let a = agreement(&[f64::NAN, 1.0, 2.0], &[3.0, 1.0, 2.0]);
+        let a = agreement(&[f64::NAN, 1.0, 2.0], &[3.0, 1.0, 2.0], &[0u8; 3]);
         assert!((a.rho - 1.0).abs() < 1e-12);
     }
 }

@@ -55,6 +55,8 @@ pub struct Means {
     pub top4_share: f64,
     /// Mean best-in-top-8 share.
     pub top8_share: f64,
+    /// Mean share of the best among top-8 tuning's shortlist.
+    pub tuned8_share: f64,
 }
 
 impl Means {
@@ -69,6 +71,7 @@ impl Means {
             top1_share: m(|a| a.top1_share),
             top4_share: m(|a| a.top4_share),
             top8_share: m(|a| a.top8_share),
+            tuned8_share: m(|a| a.tuned8_share),
         }
     }
 }
@@ -163,6 +166,7 @@ impl Report {
                     "name": r.name, "kind": r.kind, "shape": r.shape, "configs": r.configs,
                     "rho": r.model.rho, "tau": r.model.tau, "regret_top1": r.model.regret_top1,
                     "top1_share": r.model.top1_share, "top4_share": r.model.top4_share, "top8_share": r.model.top8_share,
+                    "tuned8_share": r.model.tuned8_share,
                     "retest_rho": r.retest_rho, "baseline": r.baseline, "family": r.family,
                 })
             })
@@ -176,6 +180,7 @@ impl Report {
             "mean_top1_share": self.model.top1_share,
             "mean_top4_share": self.model.top4_share,
             "mean_top8_share": self.model.top8_share,
+            "mean_tuned8_share": self.model.tuned8_share,
             "mean_retest_rho": self.retest_rho,
             "baseline": self.baseline,
             "families": self.families,

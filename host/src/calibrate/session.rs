@@ -205,11 +205,12 @@ pub fn print(report: &Report) {
     println!("{} ({})\n", report.gpu, report.method);
     print!("{}", report.table());
     println!(
-        "\nheld-out/evaluated means: rho {:.3}, tau {:.3}, regret top-1 {:.1}%, best in top 8 {:.1}%  (baseline rho {:.3}; retest ceiling {})",
+        "\nheld-out/evaluated means: rho {:.3}, tau {:.3}, regret top-1 {:.1}%, best in top 8 {:.1}% (top-8 tuning's shortlist {:.1}%)  (baseline rho {:.3}; retest ceiling {})",
         report.model.rho,
         report.model.tau,
         report.model.regret_top1 * 100.0,
         report.model.top8_share * 100.0,
+        report.model.tuned8_share * 100.0,
         report.baseline.rho,
         report.retest_rho.map_or("-".into(), |r| format!("{r:.3}"))
     );

@@ -108,12 +108,13 @@ fn tables(judged: &[Judged], k: &LoadedCoefficients) -> String {
     // A borrowed origin already says that it is not refitted.
     let refit = if matches!(k.origin, Origin::Borrowed { .. }) { "" } else { ", no refit" };
     let mut out = format!("Coefficients: {}{refit}; each partition judged on its own spec.\n\n", k.origin);
-    out += "| partition | workloads | rho | tau | first choice, share of best | best in top 4 | best in top 8 |\n";
-    out += "|---|---|---|---|---|---|---|\n";
+    out += "| partition | workloads | rho | tau | first choice, share of best | best in top 4 | best in top 8 \
+            | top-8 tuning's shortlist |\n";
+    out += "|---|---|---|---|---|---|---|---|\n";
     for j in judged {
         let m = &j.means;
         out += &format!(
-            "| {} | {} | {:.3} | {:.3} | {:.1}% | {:.1}% | {:.1}% |\n",
+            "| {} | {} | {:.3} | {:.3} | {:.1}% | {:.1}% | {:.1}% | {:.1}% |\n",
             j.label,
             j.workloads,
             m.rho,
@@ -121,8 +122,11 @@ fn tables(judged: &[Judged], k: &LoadedCoefficients) -> String {
             100.0 * m.top1_share,
             100.0 * m.top4_share,
             100.0 * m.top8_share,
+            100.0 * m.tuned8_share,
         );
     }
+    out += "\n(Best in top 8: among the model's first eight; top-8 tuning's shortlist: among the eight `hwwfc tune \
+            --top-k 8` measures, the first eight hedged across kernel families.)\n";
     out += "\nPer workload: the measured best configuration on each partition, and the model's first choice \
             (its measured time as a share of the best). `moved` marks a best that differs from the partition \
             above's.\n\n";
@@ -177,6 +181,7 @@ fn to_json(judged: &[Judged], k: &LoadedCoefficients) -> Value {
                 "mean_top1_share": m.top1_share,
                 "mean_top4_share": m.top4_share,
                 "mean_top8_share": m.top8_share,
+                "mean_tuned8_share": m.tuned8_share,
                 "choices": j.choices.iter().map(|c| json!({
                     "workload": c.workload,
                     "best": c.best,

@@ -175,7 +175,13 @@ pub fn for_kind(kind: OpKind) -> impl Iterator<Item = &'static dyn KernelFamily>
 /// such as an elementwise layer fused into its producer, which runs no
 /// kernel of its own).
 pub fn for_config(kind: OpKind, c: &Config) -> &'static dyn KernelFamily {
-    for_kind(kind).find(|f| f.placement() == c.placement).unwrap_or(match kind {
+    for_placement(kind, c.placement)
+}
+
+/// The family that runs the configurations of `placement` of an operator
+/// of `kind` (as [`for_config`]).
+pub fn for_placement(kind: OpKind, placement: Placement) -> &'static dyn KernelFamily {
+    for_kind(kind).find(|f| f.placement() == placement).unwrap_or(match kind {
         OpKind::MatMul => &matmul::MmaSync,
         OpKind::Softmax => &softmax::RowSoftmax,
         OpKind::Elementwise => &elementwise::RowElementwise,

@@ -2,6 +2,8 @@
 //! ranks best, and judging such choices on a common bench.
 //!
 //! - [`rank`]: the configurations of an operator ranked by predicted cost;
+//! - [`shortlist`]: which `k` of them a top-k run measures (the model's
+//!   first `k`, hedged across kernel families);
 //! - [`finalists`]: the configurations close enough to the fastest to be
 //!   measured again, and the choice among two passes;
 //! - [`top_k`]: the measured top-k strategy (`hwwfc tune`): the model's
@@ -15,6 +17,7 @@
 pub mod finalists;
 pub mod judge;
 pub mod rank;
+pub mod shortlist;
 pub mod top_k;
 
 use crate::gpu::DeviceInfo;

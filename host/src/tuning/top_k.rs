@@ -1,5 +1,6 @@
 //! The measured top-k strategy: measure only the K configurations the
-//! cost model ranks best for each workload, side by side (all checked,
+//! cost model ranks best for each workload (hedged across kernel
+//! families: [`super::shortlist`]), side by side (all checked,
 //! then timed in turns, repeat by repeat, so that every one sees the same
 //! states of the GPU); measure the finalists again the same way
 //! ([`super::finalists`]; records in `OUT/confirm/`); keep the fastest of
@@ -8,6 +9,7 @@
 
 use super::finalists::{choose, finalists};
 use super::rank::ranked;
+use super::shortlist::shortlist;
 use super::{spec_for_pass, SharedSpecFor};
 use crate::calibrate::dataset::Dataset;
 use crate::database::{kernel_medians, RunFolder};
@@ -156,8 +158,10 @@ pub fn tune(t: TopK) -> Result<TuneRun> {
         if let (Some((first, _)), Ok(mut p)) = (order.first(), picked_in.lock()) {
             p.insert(op_key(op), (*first, t));
         }
-        let n = if top_k == 0 { order.len() } else { top_k.min(order.len()) };
-        order.into_iter().take(n).map(|(c, _)| c).collect()
+        // The model's first k, hedged across kernel families.
+        let predicted: Vec<f64> = order.iter().map(|(_, p)| *p as f64).collect();
+        let families: Vec<&str> = order.iter().map(|(c, _)| family::for_config(op.kind(), c).name()).collect();
+        shortlist(&predicted, &families, top_k).into_iter().map(|i| order[i].0).collect()
     });
     let pass = |workloads: Vec<Workload>, out: PathBuf, label: String, select: Select| Options {
         select: Some(select),
