@@ -81,11 +81,10 @@ pub fn kendall(a: &[f64], b: &[f64]) -> f64 {
 /// Measured best over the best measured time among the `k` configurations
 /// predicted fastest (1 when the true best is among them).
 pub fn best_in_top_k(predicted: &[f64], measured: &[f64], k: usize) -> f64 {
-    let best = measured.iter().copied().fold(f64::INFINITY, f64::min);
     let mut order: Vec<usize> = (0..predicted.len()).collect();
     order.sort_by(|&i, &j| predicted[i].total_cmp(&predicted[j]).then(i.cmp(&j)));
-    let chosen = order.iter().take(k.max(1)).map(|&i| measured[i]).fold(f64::INFINITY, f64::min);
-    best / chosen
+    order.truncate(k.max(1));
+    best_among(measured, &order)
 }
 
 /// Measured best over the best measured time among the configurations

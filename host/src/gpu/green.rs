@@ -64,10 +64,9 @@ pub fn open_pair(ordinal: usize, a: u32, b: u32) -> Result<(GreenPart, GreenPart
     }
 }
 
-/// Two disjoint green contexts: `first` SMs split off device `ordinal`,
-/// then `second` SMs off what is left.
-fn split_pair(ordinal: usize, first: u32, second: u32) -> Result<(GreenPart, GreenPart), GpuError> {
-    let (a, b) = (first, second);
+/// Two disjoint green contexts: `a` SMs split off device `ordinal`, then
+/// `b` SMs off what is left.
+fn split_pair(ordinal: usize, a: u32, b: u32) -> Result<(GreenPart, GreenPart), GpuError> {
     let (dev, all) = device_sms(ordinal)?;
     let (mut part_a, mut rest, made_a) = split(&all, a, "the device")?;
     // The driver splits only SMs read from a device or a green context,
