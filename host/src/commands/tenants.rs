@@ -228,6 +228,12 @@ fn render_measured(gpu: usize, plan: &Plan, m: &PairTiming) -> String {
         "\nmeasured on GPU {gpu} ({}, {} SMs): green contexts of {} and {} SMs as the driver made them",
         m.device, m.device_sms, m.made_sms[0], m.made_sms[1]
     );
+    if let Some(refusal) = &m.a_first_refused {
+        let _ = writeln!(
+            out,
+            "(B's SMs split first, A's off the rest: the driver refused B's off the SMs A left: {refusal})"
+        );
+    }
     if m.made_sms != [plan.a.sms, plan.b.sms] {
         let _ = writeln!(
             out,
@@ -397,6 +403,7 @@ fn to_json(
             "device": m.device,
             "device_sms": m.device_sms,
             "made_sms": m.made_sms,
+            "a_first_refused": m.a_first_refused,
             "alone": m.alone.iter().map(timing_json).collect::<Vec<_>>(),
             "whole_on_partition": m.whole_on_partition.iter().map(timing_json).collect::<Vec<_>>(),
             "together": m.together.iter().map(timing_json).collect::<Vec<_>>(),
@@ -429,4 +436,47 @@ fn to_json(
         },
         "measured": measured,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::timer::Timing;
+    use hwwfc_core::{models, Coefficients, HOST_MAX_LAYERS};
+
+    fn measured(a_first_refused: Option<&str>) -> (Plan, PairTiming) {
+        let spec = spec_file::load("h200").unwrap().spec;
+        let model = |seq| models::builtin::<HOST_MAX_LAYERS>("attention", Some(seq)).unwrap();
+        let options = SplitOptions { granularity: 8, forced_a: Some(120) };
+        let plan =
+            tenants::plan(&spec, &Coefficients::default(), (&model(2048), &model(1)), ("a", "b"), options).unwrap();
+        let t = |us| Timing { median_us: us, min_us: us, max_us: us, spread: 0.0, repeats: 19 };
+        let m = PairTiming {
+            device: "NVIDIA H200".into(),
+            device_sms: 132,
+            made_sms: [120, 8],
+            a_first_refused: a_first_refused.map(String::from),
+            alone: [t(100.0), t(50.0)],
+            whole_on_partition: [t(110.0), t(60.0)],
+            together: [t(105.0), t(55.0)],
+            together_makespan: t(106.0),
+            together_event_makespan: None,
+            sequential: [t(90.0), t(10.0)],
+            sequential_event_makespan: t(100.0),
+            sequential_makespan: t(101.0),
+        };
+        (plan, m)
+    }
+
+    #[test]
+    fn the_measured_table_names_the_order_the_driver_took() {
+        let (plan, m) = measured(None);
+        let out = render_measured(0, &plan, &m);
+        assert!(out.contains("green contexts of 120 and 8 SMs as the driver made them"), "{out}");
+        assert!(!out.contains("split first"), "{out}");
+        let (plan, m) = measured(Some("cuDevSmResourceSplitByCount: CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION"));
+        let out = render_measured(0, &plan, &m);
+        assert!(out.contains("B's SMs split first, A's off the rest"), "{out}");
+        assert!(out.contains("CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION"), "{out}");
+    }
 }

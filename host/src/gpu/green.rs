@@ -39,6 +39,17 @@ pub struct GreenPart {
     pub sms: u32,
 }
 
+/// The two green contexts of [`open_pair`], and the order the driver took.
+pub struct GreenPair {
+    /// Tenant A's green context.
+    pub a: GreenPart,
+    /// Tenant B's green context.
+    pub b: GreenPart,
+    /// Where the driver refused to split B's SMs off those A left, its
+    /// refusal: B's were then split first, A's off the rest.
+    pub a_first_refused: Option<String>,
+}
+
 /// Two disjoint green contexts on device `ordinal` (the driver has been
 /// initialized): `a` SMs split off the device, then `b` SMs split off what
 /// is left, each with a stream of its own; where the driver cannot split
@@ -46,15 +57,15 @@ pub struct GreenPart {
 /// first and `a` off its rest. The driver rounds each count up to its
 /// granularity; the [`GreenPart::sms`] are what it made. SMs left over
 /// belong to neither.
-pub fn open_pair(ordinal: usize, a: u32, b: u32) -> Result<(GreenPart, GreenPart), GpuError> {
+pub fn open_pair(ordinal: usize, a: u32, b: u32) -> Result<GreenPair, GpuError> {
     let message = |e: GpuError| match e {
         GpuError::Driver(m) => m,
         other => other.to_string(),
     };
     match split_pair(ordinal, a, b) {
-        Ok(pair) => Ok(pair),
+        Ok((a, b)) => Ok(GreenPair { a, b, a_first_refused: None }),
         Err(first) => match split_pair(ordinal, b, a) {
-            Ok((part_b, part_a)) => Ok((part_a, part_b)),
+            Ok((part_b, part_a)) => Ok(GreenPair { a: part_a, b: part_b, a_first_refused: Some(message(first)) }),
             Err(second) => Err(GpuError::Driver(format!(
                 "two green contexts of {a} and {b} SMs: {a} first: {}; {b} first: {}",
                 message(first),

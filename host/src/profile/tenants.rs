@@ -67,6 +67,9 @@ pub struct PairTiming {
     pub device_sms: u32,
     /// SMs of each green context, as the driver made them.
     pub made_sms: [u32; 2],
+    /// Where the driver refused to split B's SMs off those A left, its
+    /// refusal (B's were split first, A's off the rest).
+    pub a_first_refused: Option<String>,
     /// (a) each partition schedule alone on its green context.
     pub alone: [Timing; 2],
     /// (b) each whole-GPU schedule alone on the tenant's green context.
@@ -121,11 +124,12 @@ struct Devices {
     whole: Gpu,
     a: Gpu,
     b: Gpu,
+    a_first_refused: Option<String>,
 }
 
 fn open(ordinal: usize, a: u32, b: u32) -> Result<Devices> {
     let whole = Gpu::open(ordinal)?;
-    let (pa, pb) = green::open_pair(ordinal, a, b)?;
+    let pair = green::open_pair(ordinal, a, b)?;
     let wrap = |p: green::GreenPart| {
         // SAFETY: every launch, copy and event of a tenant goes to its one
         // stream, in order; the streams of the other contexts are
@@ -133,8 +137,8 @@ fn open(ordinal: usize, a: u32, b: u32) -> Result<Devices> {
         unsafe { p.ctx.disable_event_tracking() };
         Gpu { ctx: p.ctx, stream: p.stream, info: whole.info.clone(), partition_sms: Some(p.sms) }
     };
-    let (a, b) = (wrap(pa), wrap(pb));
-    Ok(Devices { whole, a, b })
+    let (a, b) = (wrap(pair.a), wrap(pair.b));
+    Ok(Devices { whole, a, b, a_first_refused: pair.a_first_refused })
 }
 
 /// Measures two tenants on GPU `ordinal` ((a) to (d) of the module's
@@ -233,6 +237,7 @@ pub fn measure(ordinal: usize, a: &TenantChains, b: &TenantChains, policy: &Timi
         device: d.whole.info.name.clone(),
         device_sms: d.whole.info.sm_count,
         made_sms: [d.a.partition_sms.unwrap_or(0), d.b.partition_sms.unwrap_or(0)],
+        a_first_refused: d.a_first_refused.clone(),
         alone,
         whole_on_partition,
         together: [pick_c(|c| c.per_stream[0]), pick_c(|c| c.per_stream[1])],
