@@ -5,11 +5,12 @@
 # block measured end to end, Triton's autotuner and the vendor libraries,
 # and a profiling run killed half-way and resumed.
 #
-# Usage: run_on_gpu.sh HWWFC_BINARY OUT_DIR [ours|triton|all]  (the
-# archive lands beside OUT_DIR as results.tar.gz). "ours" runs everything
-# but Triton, "triton" only Triton's autotuner and the libraries, so that
-# the two halves fit in two calls of a time-limited machine; both write
-# into the same OUT_DIR.
+# Usage: run_on_gpu.sh HWWFC_BINARY OUT_DIR [ours|triton|library|all]
+# (the archive lands beside OUT_DIR as results.tar.gz). "ours" runs
+# everything but Triton, "triton" only Triton's autotuner and the
+# libraries, so that the two halves fit in two calls of a time-limited
+# machine; both write into the same OUT_DIR. "library" times the libraries
+# alone (seconds), for a call with no time left for Triton's autotuner.
 set -u
 B=$1
 O=$2
@@ -33,7 +34,7 @@ ARCHIVE=${ARCHIVE:-$O/../results.tar.gz}
 pack() { tar czf "$ARCHIVE" -C "$O" . ; }
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >> "$O/gpu.txt" 2>&1
-if [ "$PHASE" != triton ]; then
+if [ "$PHASE" = ours ] || [ "$PHASE" = all ]; then
 # The exhaustive search first: it is the reference of the top-k runs, on
 # the same GPU and in the same state.
 "$B" tune --gpu 0 --workloads "$W" --top-k 0 --out "$O/k0" --reference "$REFERENCE" $C > "$O/k0.txt" 2>&1
@@ -54,6 +55,12 @@ if [ "${MEASURE:-1}" != 0 ]; then
 echo "measure rc=$?" >> "$O/status.txt"
 pack
 fi
+fi
+if [ "$PHASE" = library ]; then
+python3 calib-data/h200/compare/triton_baseline.py "$W" "$O/triton.json" --library-only > "$O/triton.txt" 2>&1
+echo "library rc=$?" >> "$O/status.txt"
+pack
+exit 0
 fi
 if [ "$PHASE" != ours ]; then
 python3 calib-data/h200/compare/triton_baseline.py "$W" "$O/triton.json" --budget-s "${TRITON_BUDGET_S:-200}" > "$O/triton.txt" 2>&1
