@@ -81,8 +81,7 @@ pub fn kendall(a: &[f64], b: &[f64]) -> f64 {
 /// Measured best over the best measured time among the `k` configurations
 /// predicted fastest (1 when the true best is among them).
 pub fn best_in_top_k(predicted: &[f64], measured: &[f64], k: usize) -> f64 {
-    let mut order: Vec<usize> = (0..predicted.len()).collect();
-    order.sort_by(|&i, &j| predicted[i].total_cmp(&predicted[j]).then(i.cmp(&j)));
+    let mut order = crate::tuning::shortlist::cheapest_first(predicted);
     order.truncate(k.max(1));
     best_among(measured, &order)
 }

@@ -36,9 +36,8 @@ pub const FAMILY_SPAN: f64 = 1.5;
 /// place (of several such families, the cheapest). A NaN prediction ranks
 /// last.
 pub fn shortlist<F: PartialEq>(predicted: &[f64], family: &[F], k: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..predicted.len()).collect();
-    let key = |i: usize| if predicted[i].is_nan() { f64::INFINITY } else { predicted[i] };
-    order.sort_by(|&i, &j| key(i).total_cmp(&key(j)).then(i.cmp(&j)));
+    let order = cheapest_first(predicted);
+    let key = |i: usize| sort_key(predicted[i]);
     if k == 0 || k >= order.len() {
         return order;
     }
@@ -53,6 +52,23 @@ pub fn shortlist<F: PartialEq>(predicted: &[f64], family: &[F], k: usize) -> Vec
         }
     }
     picked
+}
+
+/// The indices of `predicted`, cheapest first (ties by index; a NaN
+/// prediction last): the model's order, which [`shortlist`] hedges.
+pub fn cheapest_first(predicted: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..predicted.len()).collect();
+    order.sort_by(|&i, &j| sort_key(predicted[i]).total_cmp(&sort_key(predicted[j])).then(i.cmp(&j)));
+    order
+}
+
+/// A predicted time as it sorts: NaN as infinitely slow.
+fn sort_key(t: f64) -> f64 {
+    if t.is_nan() {
+        f64::INFINITY
+    } else {
+        t
+    }
 }
 
 #[cfg(test)]
