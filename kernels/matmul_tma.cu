@@ -42,6 +42,15 @@
 // for A, and wgmma reads it K-major, not transposed. The cost of a layout
 // change made in the loads, where a separate kernel would rewrite B.
 //
+// STORE_TMA (0 by default): the epilogue writes the tile, rounded to the
+// output type, into shared memory (each consumer warpgroup its own WG_M x
+// BN buffer after the barriers, in 64-column boxes swizzled as the loads'),
+// and one thread of the warpgroup hands it to the TMA engine as bulk tensor
+// stores (the extra parameter mapC: C's tensor map, boxes of 64 columns x
+// WG_M rows), so that the warpgroup goes on to its next tile's main loop
+// while the stores drain; before it writes the buffer again, it waits until
+// the previous tile's stores have read it. Not with split-K or EPILOGUE.
+//
 // Shapes: any M; K and N multiples of 8 (TMA needs 16-byte row strides);
 // edge tiles are zero-filled by TMA on load and masked on store.
 //
@@ -64,6 +73,12 @@
 #endif
 #ifndef B_KMAJOR
 #define B_KMAJOR 0
+#endif
+#ifndef STORE_TMA
+#define STORE_TMA 0
+#endif
+#if STORE_TMA && (SPLIT_K > 1 || defined(EPILOGUE))
+#error "STORE_TMA takes neither split-K nor a fused epilogue"
 #endif
 // wgmma's immediates: the scales of A and B, then whether each is read
 // transposed (MN-major): A never, B unless it is K-major.
@@ -96,6 +111,8 @@
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define GROUP_M 8
 #define ROWS8_BYTES 1024  // bytes from one 8-row group of a swizzled box to the next
+#define BARRIER_BYTES 1024  // the stages' barriers, padded so that what follows is 1024-aligned
+#define OUT_BYTES (WG_M * BN * 2)  // STORE_TMA: one consumer's output tile in shared memory
 
 // A tensor map as the driver encodes it (cuTensorMapEncodeTiled): 128
 // opaque bytes, passed by value as a __grid_constant__ parameter.
@@ -162,6 +179,21 @@ __device__ __forceinline__ void tma_load(unsigned dst, const TensorMap* map, int
         "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
         : "memory");
 }
+
+// The box of shared memory at `src` to the 3-d tensor `map` at coordinates
+// (c0 innermost, c1, c2), as part of this thread's current bulk group; TMA
+// leaves out what falls outside the tensor.
+__device__ __forceinline__ void tma_store(const TensorMap* map, unsigned src, int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(map),
+        "r"(c0), "r"(c1), "r"(c2), "r"(src)
+        : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until this thread's bulk groups have read their shared memory.
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// Waits until this thread's bulk groups are complete.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
 // A shared-memory matrix descriptor of wgmma: start address, leading and
 // stride byte offsets (16-byte units), 128-byte swizzle.
@@ -279,7 +311,12 @@ __device__ __forceinline__ void split_range(int sp, int KT, int& kb, int& ke) {
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     matmul_tma(const __grid_constant__ TensorMap mapA, const __grid_constant__ TensorMap mapB,
                half_t* __restrict__ C, float* __restrict__ W, unsigned* __restrict__ counters, int M, int N, int K,
-               int batch, const half_t* __restrict__ E) {
+               int batch, const half_t* __restrict__ E
+#if STORE_TMA
+               ,
+               const __grid_constant__ TensorMap mapC
+#endif
+    ) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     // Swizzled boxes need 1024-byte alignment: the launch adds 1 KB of slack.
     const unsigned base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -449,6 +486,42 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                     }
             }
 #endif
+#if STORE_TMA
+            // Epilogue through shared memory: lane (r, q) holds columns
+            // 8 g + 2 q and 8 g + 2 q + 1 of rows r and r + 8; each pair
+            // goes to its 16-byte chunk of the row, the chunk index
+            // swizzled by the row (as TMA's 128-byte swizzle), so that a
+            // warp's 32 stores fall on 32 banks. Thread 0 of the
+            // warpgroup first waits for the previous tile's stores to
+            // have read the buffer (named barrier 3 + c, this warpgroup's
+            // 128 threads).
+            const unsigned stage_out = full + BARRIER_BYTES + c * OUT_BYTES;
+            if (tid == 0) bulk_wait_read();
+            asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = mi * 64 + warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+                    for (int g = 0; g < BN / 8; g++) {
+                        const unsigned v = to_out(d[mi][4 * g + 2 * h]) |
+                                           ((unsigned)to_out(d[mi][4 * g + 2 * h + 1]) << 16);
+                        const unsigned at = stage_out + (g / 8) * (WG_M * 128) + row * 128 +
+                                            (((g % 8) ^ (row % 8)) * 16) + 4 * q;
+                        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(v) : "memory");
+                    }
+                }
+            // The writes are the generic proxy's; TMA reads through the
+            // async proxy.
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            asm volatile("bar.sync %0, 128;\n" ::"r"(3 + c) : "memory");
+            if (tid == 0) {
+#pragma unroll
+                for (int b = 0; b < BN / 64; b++) tma_store(&mapC, stage_out + b * (WG_M * 128), n0 + 64 * b, m0 + crow, z);
+                bulk_commit();
+            }
+#else
             // Epilogue: registers to global memory. A quad of lanes holds
             // two columns of each 8-column group of a row; four shuffles
             // turn four groups around so that each lane stores one whole
@@ -509,6 +582,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                     }
                 }
             }
+#endif
         }
+#if STORE_TMA
+        // The block's shared memory must outlive the last stores' reads.
+        if (tid == 0) bulk_wait();
+#endif
     }
 }

@@ -11,7 +11,11 @@
 // and runs it on the device. QUICK=1 keeps the first two shapes; DECODE=1
 // takes the decode shapes (M <= 16) and the split-K configurations instead;
 // PINGPONG=1 the ping-pong configurations beside the cooperative ones of the
-// same tiles.
+// same tiles. With -DSTORE_TMA=1 among the extra options, the kernel stores
+// its output through shared memory and TMA: the launch passes C's tensor
+// map and the output buffers' shared memory, and a configuration whose
+// stages no longer fit beside them runs with as many as fit (the config
+// column names them).
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
     }
     std::string dir = argv[1];
     std::vector<std::string> extra(argv + 2, argv + argc);
+    const bool store_tma = std::find(extra.begin(), extra.end(), "-DSTORE_TMA=1") != extra.end();
     CK(cuInit(0));
     CR(cudaSetDevice(0));
     CR(cudaFree(0));
@@ -209,6 +214,20 @@ int main(int argc, char** argv) {
                   {16, 4096, 14336, 1, "down_b16"},   {64, 4096, 4096, 1, "o_proj_b64"},
                   {3, 1032, 200, 2, "odd_batched"}};
     }
+
+    // Rows of one consumer warpgroup's output tile, and the shared memory of
+    // a configuration: its stages, the barriers (1 KB with STORE_TMA, which
+    // puts the output buffers 1 KB-aligned after them), the output buffers,
+    // and 1 KB of slack for the alignment.
+    auto wg_rows = [](const Config& c) { return c.pingpong ? c.bm : c.bm / c.consumers; };
+    auto smem_of = [&](const Config& c) -> unsigned {
+        const unsigned stage = (c.bm * 64 + 64 * c.bn) * 2;
+        if (!store_tma) return c.stages * stage + 16 * c.stages + 1024;
+        return c.stages * stage + 1024 + c.consumers * wg_rows(c) * c.bn * 2 + 1024;
+    };
+    if (store_tma)
+        for (auto& c : configs)
+            while (c.stages > 2 && smem_of(c) > (unsigned)smem_max) c.stages--;
 
     size_t maxA = 0, maxB = 0, maxC = 0, maxW = 0, maxTiles = 0;
     for (auto& s : shapes) {
@@ -286,8 +305,7 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < configs.size(); i++) {
                 const Config& c = configs[i];
                 CUfunction f = mods[i].second;
-                unsigned stage = (c.bm * 64 + 64 * c.bn) * 2;
-                unsigned smem = c.stages * stage + 16 * c.stages + 1024;
+                const unsigned smem = smem_of(c);
                 if (smem > (unsigned)smem_max) continue;  // more stages than shared memory holds
                 CK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
                 CUtensorMap ma = tensor_map(A, bf16, s.k, s.m, s.batch, 64, 64);
@@ -297,7 +315,8 @@ int main(int argc, char** argv) {
                 int grid = std::min(tiles * c.split, sms);
                 int M = s.m, N = s.n, K = s.k, Bt = s.batch;
                 void* E = nullptr;  // no fused epilogue
-                void* args[] = {&ma, &mb, &C, &W, &counters, &M, &N, &K, &Bt, &E};
+                CUtensorMap mc = tensor_map(C, bf16, s.n, s.m, s.batch, 64, wg_rows(c));
+                void* args[] = {&ma, &mb, &C, &W, &counters, &M, &N, &K, &Bt, &E, &mc};  // mc: STORE_TMA only
                 auto launch = [&]() {
                     CK(cuLaunchKernel(f, grid, 1, 1, 128 * (c.consumers + 1), 1, 1, smem, 0, args, nullptr));
                 };
