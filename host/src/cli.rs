@@ -234,6 +234,11 @@ pub struct PartitionsArgs {
     /// means and per-workload choices) instead of the tables.
     #[arg(long)]
     pub json: bool,
+
+    /// Also draw, as SVG into FILE, each workload's first choice as a share
+    /// of its partition's best, a row per partition.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Options of `hwwfc tenants`.

@@ -174,14 +174,20 @@ fn partitions_are_judged_side_by_side_each_on_its_spec() {
     let (a, b) = (parts[0]["choices"].as_array().unwrap(), parts[1]["choices"].as_array().unwrap());
     assert!(a.iter().zip(b).all(|(x, y)| x["best"] == y["best"] && x["best_us"] == y["best_us"]));
     assert!(a.iter().zip(b).any(|(x, y)| x["chosen"] != y["chosen"]));
-    // The tables say the same.
+    // The tables say the same, and the plot has a row per partition.
+    let plot = dir.path().join("partitions.svg");
     let out = common::hwwfc()
         .args(["partitions", "--allow-other-gpu", "--data"])
         .arg(dir.path())
         .arg("--coefficients")
         .arg(common::repo().join("calib-data/h200/coefficients.json"))
+        .arg("--plot")
+        .arg(&plot)
         .output()
         .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("the whole GPU") && svg.contains("16 of 132 SMs"), "{svg}");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("| the whole GPU |") && text.contains("| 16 of 132 SMs, 227 of 227 KiB"), "{text}");
     // The coefficients' origin heads the tables, saying once that they are not refitted.

@@ -100,3 +100,83 @@ fn draw_rho_chart(svg: &mut String, report: &Report, n: usize, x_from: f64) -> R
     root.present().map_err(err)?;
     Ok(())
 }
+
+/// One row of [`shares`]: a label, one share per item (in (0, 1]), and the
+/// row's mean.
+pub struct ShareRow {
+    /// The row's label, drawn beside it.
+    pub label: String,
+    /// One share per item, such as each workload's first choice's share of
+    /// the best.
+    pub values: Vec<f64>,
+    /// The mean over the items, drawn as a bar across the row.
+    pub mean: f64,
+}
+
+/// Shares per row, in percent: a dot per item and a bar at the row's mean,
+/// the first row at the top.
+pub fn shares(path: &Path, title: &str, x_desc: &str, rows: &[ShareRow]) -> Result<()> {
+    let lowest = rows.iter().flat_map(|r| r.values.iter().copied()).filter(|v| v.is_finite()).fold(1.0f64, f64::min);
+    // Whole 5% steps, so that the axis reads plainly.
+    let x_from = ((lowest * 100.0 - 2.0) / 5.0).floor() * 5.0;
+    let mut svg = String::new();
+    draw_shares(&mut svg, title, x_desc, rows, x_from.clamp(0.0, 95.0))?;
+    crate::atomic_write::write(path, svg.as_bytes())
+}
+
+fn draw_shares(svg: &mut String, title: &str, x_desc: &str, rows: &[ShareRow], x_from: f64) -> Result<()> {
+    let n = rows.len();
+    let label_width = rows.iter().map(|r| r.label.len()).max().unwrap_or(10) as u32 * 7 + 16;
+    let root = SVGBackend::with_string(svg, (520 + label_width, 120 + 44 * n as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(label_width)
+        .build_cartesian_2d(x_from..100.5f64, -0.5f64..(n as f64 - 0.5))
+        .map_err(err)?;
+    // Row i is drawn at y = n - 1 - i, so that the first row is on top.
+    let y = |i: usize| (n - 1 - i) as f64;
+    let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|v| {
+            let i = n as i64 - 1 - v.round() as i64;
+            usize::try_from(i).ok().and_then(|i| labels.get(i)).cloned().unwrap_or_default()
+        })
+        .x_desc(x_desc)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(WHITE)
+        .draw()
+        .map_err(err)?;
+    let blue = RGBColor(31, 119, 180);
+    chart
+        .draw_series(
+            rows.iter().enumerate().flat_map(|(i, r)| {
+                r.values.iter().map(move |v| Circle::new((100.0 * v, y(i)), 3, blue.mix(0.6).filled()))
+            }),
+        )
+        .map_err(err)?
+        .label("a workload")
+        .legend(move |(x, y)| Circle::new((x, y), 3, blue.filled()));
+    chart
+        .draw_series(rows.iter().enumerate().map(|(i, r)| {
+            let (x, yy) = (100.0 * r.mean, y(i));
+            PathElement::new(vec![(x, yy - 0.3), (x, yy + 0.3)], BLACK.stroke_width(2))
+        }))
+        .map_err(err)?
+        .label("mean")
+        .legend(|(x, y)| PathElement::new(vec![(x, y - 6), (x, y + 6)], BLACK.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .background_style(WHITE)
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}

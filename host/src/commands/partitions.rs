@@ -6,6 +6,7 @@
 
 use crate::calibrate::dataset;
 use crate::calibrate::evaluate;
+use crate::calibrate::plot::{self, ShareRow};
 use crate::calibrate::report::Means;
 use crate::calibrate::session::{self, Loaded};
 use crate::cli::PartitionsArgs;
@@ -49,6 +50,9 @@ pub fn run(args: &PartitionsArgs) -> Result<()> {
     }
     let k = coefficients(args, first)?;
     let judged: Vec<Judged> = loaded.iter().map(|l| judge(l, &k.coefficients)).collect();
+    if let Some(path) = &args.plot {
+        plot(path, &judged, first.data.device.name.as_str())?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&to_json(&judged, &k))?);
     } else {
@@ -97,6 +101,21 @@ fn judge(l: &Loaded, k: &hwwfc_core::Coefficients) -> Judged {
     };
     let partition = serde_json::to_value(l.data.partition).unwrap_or(Value::Null);
     Judged { label, partition, workloads: agreements.len(), means: Means::of(&agreements), choices }
+}
+
+/// Each workload's first choice as a share of its partition's best, a
+/// row per partition.
+fn plot(path: &std::path::Path, judged: &[Judged], device: &str) -> Result<()> {
+    let rows: Vec<ShareRow> = judged
+        .iter()
+        .map(|j| ShareRow {
+            label: j.label.clone(),
+            values: j.choices.iter().map(|c| c.best_us / c.chosen_us).collect(),
+            mean: j.means.top1_share,
+        })
+        .collect();
+    let title = format!("{device}: the model's first choice on each partition, no refit");
+    plot::shares(path, &title, "first choice's time as a share of the partition's best (%)", &rows)
 }
 
 /// The index of the least finite value.
