@@ -7,7 +7,8 @@
 //!   panic check, the Slurm path of `deploy/` on a single-node Slurm
 //!   started on localhost, 240 kernels spread over the configurations of
 //!   `kernels/compile-check.json` compiled by NVRTC for `sm_90` (no GPU),
-//!   and `cargo xtask qemu`. What a
+//!   the kernels' opt-in variants compiled the same way
+//!   (`host/examples/kernel_variants.rs`), and `cargo xtask qemu`. What a
 //!   step needs and misses (a rustup target, `qemu-system-arm`, `slurm-wlm`
 //!   and `munge`, NVRTC from PyPI) is installed first. A summary table ends the run; the exit status is non-zero if any
 //!   step failed.
@@ -17,7 +18,7 @@
 //!   decoded; then a table of the instructions per solve, the stack
 //!   high-water marks, flash and static RAM, against the targets.
 //! - `cargo xtask kernels`: every kernel of the kernel step of `test`,
-//!   not a sample (see `nvrtc.rs`).
+//!   not a sample, and the opt-in variants (see `nvrtc.rs`).
 //! - `cargo xtask fuzz`: every cargo-fuzz target of `fuzz/` for a bounded
 //!   time (a minute each by default), its corpus minimized, and a table of
 //!   executions and crashes (see `fuzz.rs`). The committed corpus and crash
@@ -67,7 +68,7 @@ fn main() -> ExitCode {
         Some("qemu") => qemu::qemu(),
         Some("fuzz") => fuzz::fuzz(args.get(1..).unwrap_or_default()),
         Some("kernels") => {
-            let steps = [nvrtc::test_step(None)];
+            let steps = [nvrtc::test_step(None), nvrtc::variants_step()];
             let results = run_steps(&steps);
             if summary(&steps, &results) {
                 ExitCode::SUCCESS
@@ -161,6 +162,7 @@ fn test() -> ExitCode {
     steps.push(doc);
     steps.extend(fuzz::test_steps());
     steps.push(nvrtc::test_step(Some(nvrtc::TEST_SAMPLE)));
+    steps.push(nvrtc::variants_step());
     slurm::ensure();
     steps.push(slurm::test_step());
     let xtask = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "xtask".into());

@@ -87,6 +87,22 @@ pub fn test_step(sample: Option<&str>) -> Step {
     if let Some(n) = sample {
         s.args.extend(["--compile-sample".to_string(), n.to_string()]);
     }
+    with_nvrtc(s)
+}
+
+/// The step that compiles the kernels' opt-in variants, which the profiler
+/// does not build (`host/examples/kernel_variants.rs`).
+pub fn variants_step() -> Step {
+    with_nvrtc(step(
+        "kernel variants compile with NVRTC (sm_90a, no GPU)",
+        &cargo(),
+        &["run", "--quiet", "-p", "hwwfc", "--example", "kernel_variants"],
+    ))
+}
+
+/// `s` with NVRTC on its `LD_LIBRARY_PATH`, or, where NVRTC could not be
+/// installed, a step that fails at once with the reason.
+fn with_nvrtc(mut s: Step) -> Step {
     match ensure() {
         Ok(dir) => {
             let path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
