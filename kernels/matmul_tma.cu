@@ -130,6 +130,12 @@ __device__ __forceinline__ half_t to_out(float f) {
 #endif
 }
 
+// Two values rounded to the output type, packed into one 32-bit word
+// (`lo` in the low half): two neighbouring columns of C.
+__device__ __forceinline__ unsigned pack_out(float lo, float hi) {
+    return to_out(lo) | ((unsigned)to_out(hi) << 16);
+}
+
 __device__ __forceinline__ float from_out(unsigned h) {
 #if BF16
     return __uint_as_float(h << 16);
@@ -505,8 +511,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                     const int row = mi * 64 + warp * 16 + lane / 4 + 8 * h;
 #pragma unroll
                     for (int g = 0; g < BN / 8; g++) {
-                        const unsigned v = to_out(d[mi][4 * g + 2 * h]) |
-                                           ((unsigned)to_out(d[mi][4 * g + 2 * h + 1]) << 16);
+                        const unsigned v = pack_out(d[mi][4 * g + 2 * h], d[mi][4 * g + 2 * h + 1]);
                         const unsigned at = stage_out + (g / 8) * (WG_M * 128) + row * 128 +
                                             (((g % 8) ^ (row % 8)) * 16) + 4 * q;
                         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(v) : "memory");
@@ -550,8 +555,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                         unsigned pair[4], mine[4];
 #pragma unroll
                         for (int x = 0; x < 4; x++)
-                            pair[x] = to_out(d[mi][4 * (jb + x) + 2 * h]) |
-                                      ((unsigned)to_out(d[mi][4 * (jb + x) + 2 * h + 1]) << 16);
+                            pair[x] = pack_out(d[mi][4 * (jb + x) + 2 * h], d[mi][4 * (jb + x) + 2 * h + 1]);
 #pragma unroll
                         for (int r = 0; r < 4; r++) {
                             // Round r: lane q offers its pair of group (q + r) % 4
@@ -573,7 +577,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                             for (int x = 0; x < 4; x++) {
                                 const float lo = apply_op<EPILOGUE>(from_out(mine[x] & 0xFFFF), from_out(ew[x] & 0xFFFF));
                                 const float hi = apply_op<EPILOGUE>(from_out(mine[x] >> 16), from_out(ew[x] >> 16));
-                                mine[x] = to_out(lo) | ((unsigned)to_out(hi) << 16);
+                                mine[x] = pack_out(lo, hi);
                             }
 #endif
                             uint4 w = make_uint4(mine[0], mine[1], mine[2], mine[3]);

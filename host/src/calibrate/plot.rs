@@ -138,7 +138,6 @@ fn draw_shares(svg: &mut String, title: &str, x_desc: &str, rows: &[ShareRow], x
         .map_err(err)?;
     // Row i is drawn at y = n - 1 - i, so that the first row is on top.
     let y = |i: usize| (n - 1 - i) as f64;
-    let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     chart
         .configure_mesh()
         .disable_y_mesh()
@@ -149,7 +148,7 @@ fn draw_shares(svg: &mut String, title: &str, x_desc: &str, rows: &[ShareRow], x
                 return String::new();
             }
             let i = n as i64 - 1 - v.round() as i64;
-            usize::try_from(i).ok().and_then(|i| labels.get(i)).cloned().unwrap_or_default()
+            usize::try_from(i).ok().and_then(|i| rows.get(i)).map(|r| r.label.clone()).unwrap_or_default()
         })
         .x_desc(x_desc)
         .x_label_formatter(&|v| format!("{v:.0}"))
